@@ -1,0 +1,107 @@
+"""Turn TensorFlow's device-placement log into records a notebook can show and assert on.
+
+With ``log_device_placement`` on (``ConfigProto`` for a TF1 ``Session``,
+``tf.debugging.set_log_device_placement(True)`` in TF2), TensorFlow's C++ runtime writes
+one line per placed node. Two formats exist:
+
+* graph placement (Session graphs and ``tf.function``), from the placer::
+
+      MatMul: (MatMul): /job:localhost/replica:0/task:0/device:CPU:0
+
+* eager execution, one line per executed op::
+
+      Executing op MatMul in device /job:localhost/replica:0/task:0/device:CPU:0
+
+The graph lines are printed on stdout and repeated on stderr with a log prefix; the eager
+lines only on stderr. The notebook turns logging on with the real API; this module only
+captures the descriptors and parses what arrived.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from helpers.capture import capture_fds
+from helpers.table import Table
+
+_LOG_PREFIX = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ [^\]]+\] ")
+_GRAPH_LINE = re.compile(r"^(?P<name>\S.*?): \((?P<op>[A-Za-z0-9_]+)\): (?P<device>/job:\S+)$")
+_EAGER_LINE = re.compile(r"^Executing op (?P<op>\S+) in device (?P<device>/job:\S+)$")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One placed node: its name in the graph, its op type, its device and the log it came from."""
+
+    name: str
+    op: str
+    device: str
+    via: str  # "graph" or "eager"
+
+    @property
+    def short_device(self) -> str:
+        """``/job:localhost/replica:0/task:0/device:GPU:1`` -> ``GPU:1``."""
+        return self.device.rsplit("device:", 1)[-1]
+
+
+def _clean(line: str) -> str:
+    return _LOG_PREFIX.sub("", line.strip())
+
+
+def parse_placement(stdout: str, stderr: str = "") -> list[Placement]:
+    """Parse placement lines. Graph lines come from stdout (or from stderr if stdout has
+    none, so nothing is counted twice); eager lines come from stderr."""
+    stdout_has_graph = any(_GRAPH_LINE.match(_clean(line)) for line in stdout.splitlines())
+    graph_source = stdout if stdout_has_graph else stderr
+    records: list[Placement] = []
+    for line in graph_source.splitlines():
+        match = _GRAPH_LINE.match(_clean(line))
+        if match:
+            records.append(Placement(match["name"], match["op"], match["device"], "graph"))
+    for line in (stdout + "\n" + stderr).splitlines():
+        match = _EAGER_LINE.match(_clean(line))
+        if match:
+            records.append(Placement(match["op"], match["op"], match["device"], "eager"))
+    return records
+
+
+@dataclass
+class PlacementLog:
+    """What a captured block placed, plus the raw text for anyone curious."""
+
+    records: list[Placement] = field(default_factory=list)
+    stdout: str = ""
+    stderr: str = ""
+
+    def devices_of(self, op: str) -> set[str]:
+        """Short device names where nodes of op type (or node name) ``op`` were placed."""
+        return {r.short_device for r in self.records if op in (r.op, r.name)}
+
+    def devices(self) -> set[str]:
+        return {r.short_device for r in self.records}
+
+    def table(self, skip_plumbing: bool = True) -> Table:
+        """Records as a table; by default without the _Arg/_Retval plumbing nodes."""
+        table = Table(["node", "op", "device", "log"])
+        for r in self.records:
+            if skip_plumbing and r.op in ("_Arg", "_Retval", "_DeviceArg", "_DeviceRetval"):
+                continue
+            table.append([r.name, r.op, r.short_device, r.via])
+        return table
+
+
+@contextmanager
+def capture_placement() -> Iterator[PlacementLog]:
+    """Capture fds 1 and 2 inside the block and parse the placement lines written there.
+
+    Text that Python code prints inside the block still reaches a Jupyter cell (the kernel
+    does not print through descriptor 1); in a terminal it lands in ``.stdout``.
+    """
+    log = PlacementLog()
+    with capture_fds((1, 2)) as captured:
+        yield log
+    log.stdout, log.stderr = captured.stdout, captured.stderr
+    log.records = parse_placement(captured.stdout, captured.stderr)

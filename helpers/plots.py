@@ -1,0 +1,87 @@
+"""Charts the series draws again and again, always with labelled axes and units."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from helpers.timing import TimingResult
+
+
+def _check_lengths(xs: Sequence[float], ys: Sequence[float], what: str) -> None:
+    if len(xs) != len(ys):
+        raise ValueError(f"{what}: {len(xs)} x values but {len(ys)} y values")
+    if not xs:
+        raise ValueError(f"{what}: nothing to plot")
+
+
+def bar_timings(results: Sequence[TimingResult], title: str = "", unit: str = "ms") -> Figure:
+    """Median time per result as bars, with the min-max spread as error bars."""
+    if not results:
+        raise ValueError("bar_timings: no results to plot")
+    scale = {"s": 1.0, "ms": 1e3, "us": 1e6}
+    if unit not in scale:
+        raise ValueError(f"unit must be one of {list(scale)}, not {unit!r}")
+    k = scale[unit]
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    medians = [r.median * k for r in results]
+    lower = [(r.median - r.best) * k for r in results]
+    upper = [(max(r.samples) - r.median) * k for r in results]
+    ax.bar([r.label for r in results], medians, yerr=[lower, upper], capsize=4, color="tab:blue")
+    ax.set_ylabel(f"time ({unit}, median; bars: min-max)")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def line_speedup(
+    counts: Sequence[int],
+    speedups: Mapping[str, Sequence[float]],
+    title: str = "",
+    xlabel: str = "devices",
+    ideal: bool = True,
+) -> Figure:
+    """Speed-up against device/worker count, one line per series, plus the ideal y = x."""
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for label, ys in speedups.items():
+        _check_lengths(counts, ys, f"line_speedup {label!r}")
+        ax.plot(counts, ys, marker="o", label=label)
+    if ideal:
+        ax.plot(counts, counts, linestyle="--", color="grey", label="ideal (linear)")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("speed-up (x, vs 1)")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def line_bandwidth(
+    sizes_bytes: Sequence[float], series: Mapping[str, Sequence[float]], title: str = ""
+) -> Figure:
+    """Bandwidth (GB/s) against transfer size (bytes, log scale), one line per series."""
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for label, gbps in series.items():
+        _check_lengths(sizes_bytes, gbps, f"line_bandwidth {label!r}")
+        ax.plot(sizes_bytes, gbps, marker="o", label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("transfer size (bytes)")
+    ax.set_ylabel("bandwidth (GB/s)")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def save_figure(fig: Figure, name: str, directory: Path | str | None = None) -> Path:
+    """Save a figure as PNG beside the notebook's JSON results (for ``make run``'s report)."""
+    from helpers.results import results_dir  # noqa: PLC0415
+
+    folder = Path(directory) if directory is not None else results_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
+    fig.savefig(path, dpi=100)
+    return path

@@ -1,0 +1,120 @@
+"""Problem sizes for the whole series, in one place, chosen from the hardware.
+
+The same notebook must finish in seconds on a 2-core CI machine and show the seeds'
+full-size experiments (10^4 x 10^4 matrices, n = 10) on GPUs. Every size a notebook uses
+comes from a :class:`Profile`:
+
+* ``ci``: 2-core CPU machines and the stored notebooks; the whole series runs in minutes.
+* ``laptop``: a CPU machine with 4 or more cores; bigger sizes, still minutes.
+* ``gpu``: one or more GPUs; the seeds' sizes.
+
+The profile is chosen from the hardware, unless the ``SERIES_PROFILE`` environment
+variable or a papermill ``parameters`` cell (``profile = "laptop"``) names one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Any
+
+ENV_VAR = "SERIES_PROFILE"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Sizes and counts used by the notebooks. Field comments say which notebook uses them."""
+
+    name: str
+    description: str
+    warmup: int  # timing: untimed runs first
+    repeat: int  # timing: timed runs, median reported
+    copy_sizes_mb: tuple[float, ...]  # 03: copy-cost sweep
+    matmul_sizes: tuple[int, ...]  # 03: small and large matmuls (crossover)
+    log_steps: int  # 03: exercise 3, matmuls logged each step
+    matpow_size: int  # 04: matrix side
+    matpow_n: int  # 04: power
+    image_size: int  # 05: CNN input side (the seed uses 150)
+    batch_per_replica: int  # 05-07
+    train_examples: int  # 05-07: examples per epoch
+    epochs: int  # 05
+    replica_counts: tuple[int, ...]  # 05: replicas timed
+    cluster_workers: int  # 06-09: worker processes
+    cluster_steps: int  # 06-09: training steps
+    scaling_workers: tuple[int, ...]  # 10: workers for the measured speed-up
+    message_sizes_kb: tuple[int, ...]  # 10: alpha-beta calibration
+
+
+PROFILES: dict[str, Profile] = {
+    "ci": Profile(
+        name="ci",
+        description="2-core CPU machine: small sizes, the whole series in minutes",
+        warmup=1, repeat=5,
+        copy_sizes_mb=(0.004, 0.064, 1.0, 16.0, 256.0),
+        matmul_sizes=(16, 128, 1024),
+        log_steps=1000,
+        matpow_size=1000, matpow_n=10,
+        image_size=32, batch_per_replica=32, train_examples=1024, epochs=2,
+        replica_counts=(1, 2, 4),
+        cluster_workers=2, cluster_steps=30,
+        scaling_workers=(1, 2, 4),
+        message_sizes_kb=(1, 16, 256, 4096),
+    ),
+    "laptop": Profile(
+        name="laptop",
+        description="CPU machine with 4+ cores: larger sizes, still minutes",
+        warmup=2, repeat=7,
+        copy_sizes_mb=(0.004, 0.064, 1.0, 16.0, 256.0, 1024.0),
+        matmul_sizes=(16, 128, 1024, 2048),
+        log_steps=1000,
+        matpow_size=2000, matpow_n=10,
+        image_size=64, batch_per_replica=32, train_examples=4096, epochs=3,
+        replica_counts=(1, 2, 4),
+        cluster_workers=2, cluster_steps=100,
+        scaling_workers=(1, 2, 4),
+        message_sizes_kb=(1, 16, 256, 4096, 65536),
+    ),
+    "gpu": Profile(
+        name="gpu",
+        description="one or more GPUs: the seeds' full sizes",
+        warmup=2, repeat=10,
+        copy_sizes_mb=(0.004, 0.064, 1.0, 16.0, 256.0, 1024.0),
+        matmul_sizes=(16, 128, 1024, 4096),
+        log_steps=1000,
+        matpow_size=10000, matpow_n=10,
+        image_size=150, batch_per_replica=64, train_examples=8192, epochs=3,
+        replica_counts=(1, 2, 4, 8),
+        cluster_workers=2, cluster_steps=200,
+        scaling_workers=(1, 2, 4),
+        message_sizes_kb=(1, 16, 256, 4096, 65536),
+    ),
+}
+
+
+def detect_profile_name() -> str:
+    """``gpu`` when TensorFlow sees a GPU, ``laptop`` with 4+ cores, else ``ci``."""
+    from helpers.devices import cpu_cores, physical_gpu_count  # noqa: PLC0415
+
+    if physical_gpu_count() > 0:
+        return "gpu"
+    return "laptop" if cpu_cores() >= 4 else "ci"
+
+
+def get_profile(name: str | None = None, **overrides: Any) -> Profile:
+    """The profile called ``name``, else ``$SERIES_PROFILE``, else the hardware's.
+
+    Keyword arguments replace single fields, e.g. ``get_profile("ci", matpow_n=4)``.
+    """
+    chosen = name or os.environ.get(ENV_VAR) or detect_profile_name()
+    if chosen not in PROFILES:
+        source = "argument" if name else f"${ENV_VAR}"
+        raise ValueError(
+            f"unknown profile {chosen!r} (from the {source}); choose one of "
+            f"{', '.join(PROFILES)} or unset {ENV_VAR} to choose from the hardware"
+        )
+    fields = {f.name for f in dataclasses.fields(Profile)}
+    unknown = sorted(set(overrides) - fields)
+    if unknown:
+        raise ValueError(f"unknown profile field(s) {unknown}; fields are {sorted(fields)}")
+    return dataclasses.replace(PROFILES[chosen], **overrides)
