@@ -96,7 +96,9 @@ def parse_device(spec: str) -> DeviceName:
             if not parts[key].isdigit():
                 raise _bad(spec, f"{key} must be a number, got {parts[key]!r}")
             numbers[key] = int(parts[key])
-    return DeviceName(device_type, index, parts.get("job"), numbers.get("replica"), numbers.get("task"))
+    return DeviceName(
+        device_type, index, parts.get("job"), numbers.get("replica"), numbers.get("task")
+    )
 
 
 def mxnet_context(spec: str, mx: Any = None) -> Any:

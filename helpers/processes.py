@@ -151,7 +151,9 @@ class ProcessGroup:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def start(self, name: str, args: list[str], env: dict[str, str] | None = None) -> ManagedProcess:
+    def start(
+        self, name: str, args: list[str], env: dict[str, str] | None = None
+    ) -> ManagedProcess:
         """Start ``args`` as process ``name`` with ``env`` added to this process's environment."""
         if name in self.processes and self.processes[name].alive:
             raise ValueError(f"a process called {name!r} is already running in {self.name!r}")

@@ -48,7 +48,7 @@ class Table:
 
     def records(self) -> list[dict[str, Any]]:
         """The rows as dictionaries (handy for JSON)."""
-        return [dict(zip(self.columns, row)) for row in self.rows]
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -56,7 +56,9 @@ class Table:
     def __str__(self) -> str:
         cells = [self.columns] + [[_cell(v) for v in row] for row in self.rows]
         widths = [max(len(r[i]) for r in cells) for i in range(len(self.columns))]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+        lines = [
+            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells
+        ]
         lines.insert(1, "  ".join("-" * w for w in widths))
         return "\n".join(lines)
 

@@ -1,0 +1,82 @@
+"""Logical devices: idempotent, too-late changes explained, plans and banners honest.
+
+TensorFlow's runtime can start only once per process, so each case runs in a fresh
+Python process.
+"""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from helpers.logical_devices import DevicePlan, use_logical_cpus, use_virtual_gpus
+
+
+def run_python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=180)
+
+
+def test_same_count_twice_is_a_no_op_and_a_different_count_after_start_is_explained():
+    out = run_python("""
+        from helpers import import_tensorflow, use_logical_cpus
+        tf = import_tensorflow()
+        assert use_logical_cpus(3) == ["/CPU:0", "/CPU:1", "/CPU:2"]
+        use_logical_cpus(3)
+        assert len(tf.config.list_logical_devices("CPU")) == 3  # runtime starts here
+        use_logical_cpus(3)  # still fine
+        try:
+            use_logical_cpus(2)
+        except RuntimeError as e:
+            print("ERROR:", e)
+    """)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "already started with 3 logical CPU(s)" in out.stdout
+    assert "restart the kernel" in out.stdout
+
+
+def test_plan_on_a_cpu_machine_uses_logical_cpus_and_says_so():
+    out = run_python("""
+        from helpers import requirements_banner, import_tensorflow
+        plan = requirements_banner(2)
+        tf = import_tensorflow()
+        print("KIND", plan.kind, plan.devices, len(tf.config.list_logical_devices("CPU")))
+    """)
+    assert out.returncode == 0, out.stderr[-2000:]
+    if "KIND gpu" not in out.stdout:  # a GPU machine plans differently
+        assert "KIND logical-cpu ('/CPU:0', '/CPU:1') 2" in out.stdout
+        assert "SIMULATED" in out.stdout and "cannot run faster" in out.stdout
+
+
+def test_banner_for_real_gpus_does_not_claim_simulation():
+    plan = DevicePlan(2, "gpu", ("/GPU:0", "/GPU:1"), physical_gpus=4, cores=16)
+    assert not plan.simulated
+    assert "SIMULATED" not in plan.banner()
+    assert "2 real GPU(s)" in plan.banner()
+
+
+def test_virtual_gpu_plan_maps_to_shared_mxnet_gpus():
+    class FakeMx:
+        def gpu(self, i):
+            return ("gpu", i)
+
+        def cpu(self, i):
+            return ("cpu", i)
+
+    plan = DevicePlan(3, "virtual-gpu", ("/GPU:0", "/GPU:1", "/GPU:2"), 1, 8)
+    assert plan.simulated and "virtual GPUs" in plan.banner()
+    assert plan.mxnet_contexts(FakeMx()) == [("gpu", 0)] * 3
+    cpu_plan = DevicePlan(2, "logical-cpu", ("/CPU:0", "/CPU:1"), 0, 2)
+    assert cpu_plan.mxnet_contexts(FakeMx()) == [("cpu", 0), ("cpu", 1)]
+
+
+@pytest.mark.parametrize("n", [0, -1, 1.5, True, "2"])
+def test_bad_logical_cpu_counts(n):
+    with pytest.raises(ValueError, match="logical CPUs must be an int >= 1"):
+        use_logical_cpus(n)
+
+
+def test_bad_virtual_gpu_memory():
+    with pytest.raises(ValueError, match="memory_mb"):
+        use_virtual_gpus(2, memory_mb=0)

@@ -1,0 +1,51 @@
+"""Profiles: chosen by name, by environment or by hardware; bad names rejected."""
+
+import dataclasses
+
+import pytest
+
+from helpers.profiles import PROFILES, Profile, get_profile
+
+
+def test_every_profile_fills_every_field_with_positive_sizes():
+    for profile in PROFILES.values():
+        for field in dataclasses.fields(Profile):
+            value = getattr(profile, field.name)
+            if isinstance(value, (int, float)):
+                assert value > 0, (profile.name, field.name)
+            if isinstance(value, tuple):
+                assert value and all(v > 0 for v in value), (profile.name, field.name)
+
+
+def test_gpu_profile_uses_the_seeds_full_sizes():
+    gpu = PROFILES["gpu"]
+    assert (gpu.matpow_size, gpu.matpow_n, gpu.image_size) == (10000, 10, 150)
+    assert PROFILES["ci"].matpow_size < gpu.matpow_size
+
+
+def test_environment_variable_chooses_and_argument_wins(monkeypatch):
+    monkeypatch.setenv("SERIES_PROFILE", "laptop")
+    assert get_profile().name == "laptop"
+    assert get_profile("ci").name == "ci"
+
+
+def test_overrides_replace_single_fields():
+    profile = get_profile("ci", matpow_n=3)
+    assert profile.matpow_n == 3 and profile.matpow_size == PROFILES["ci"].matpow_size
+
+
+def test_unknown_profile_name_lists_the_choices(monkeypatch):
+    monkeypatch.delenv("SERIES_PROFILE", raising=False)
+    with pytest.raises(ValueError, match="ci, laptop, gpu"):
+        get_profile("huge")
+
+
+def test_unknown_profile_in_environment_says_where_it_came_from(monkeypatch):
+    monkeypatch.setenv("SERIES_PROFILE", "tiny")
+    with pytest.raises(ValueError, match=r"\$SERIES_PROFILE"):
+        get_profile()
+
+
+def test_unknown_override_field_is_rejected():
+    with pytest.raises(ValueError, match="unknown profile field"):
+        get_profile("ci", matrix_size=5)

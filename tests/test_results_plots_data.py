@@ -1,0 +1,81 @@
+"""Results files, figures and the offline digits data."""
+
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from helpers.data import load_digits  # noqa: E402
+from helpers.plots import bar_timings, line_bandwidth, line_speedup, save_figure  # noqa: E402
+from helpers.results import load_results, save_results  # noqa: E402
+from helpers.table import Table  # noqa: E402
+from helpers.timing import TimingResult  # noqa: E402
+
+
+def test_results_round_trip_with_machine_info_and_plain_values(tmp_path):
+    timing = TimingResult("dot", [0.1, 0.2], flops=1e9)
+    path = save_results("04_test", {"timing": timing, "n": np.int64(3), "arr": np.ones(2),
+                                    "table": Table(["a"], [[1]])}, tmp_path)
+    data = json.loads(path.read_text())
+    assert data["results"]["n"] == 3 and data["results"]["arr"] == [1.0, 1.0]
+    assert data["results"]["timing"]["median"] == pytest.approx(0.15)
+    assert data["results"]["table"] == [{"a": 1}]
+    assert data["machine"]["cores"] >= 1
+    assert load_results("04_test", tmp_path)["results"]["n"] == 3
+
+
+def test_bad_results_names_and_missing_files(tmp_path):
+    with pytest.raises(ValueError, match="letters, digits"):
+        save_results("../escape", {}, tmp_path)
+    with pytest.raises(ValueError, match="dict of measurements"):
+        save_results("ok", [1, 2], tmp_path)
+    with pytest.raises(FileNotFoundError, match="run the notebook"):
+        load_results("never_saved", tmp_path)
+
+
+def test_plots_have_labelled_axes_and_save_as_png(tmp_path):
+    fig = bar_timings([TimingResult("a", [0.1, 0.2]), TimingResult("b", [0.3])], unit="ms")
+    assert "ms" in fig.axes[0].get_ylabel()
+    fig2 = line_speedup([1, 2, 4], {"measured": [1, 1.5, 1.8]}, xlabel="workers")
+    assert fig2.axes[0].get_xlabel() == "workers" and len(fig2.axes[0].lines) == 2
+    fig3 = line_bandwidth([1e3, 1e6], {"copy": [0.5, 5.0]})
+    assert fig3.axes[0].get_xscale() == "log"
+    assert save_figure(fig3, "bw", tmp_path).stat().st_size > 1000
+
+
+def test_plots_reject_mismatched_or_empty_data():
+    with pytest.raises(ValueError, match="2 x values but 3"):
+        line_speedup([1, 2], {"m": [1, 2, 3]})
+    with pytest.raises(ValueError, match="nothing to plot"):
+        line_bandwidth([], {"copy": []})
+    with pytest.raises(ValueError, match="no results"):
+        bar_timings([])
+    with pytest.raises(ValueError, match="unit must be"):
+        bar_timings([TimingResult("a", [1.0])], unit="hours")
+
+
+def test_digits_are_real_scaled_and_split(monkeypatch, tmp_path):
+    monkeypatch.setattr("helpers.data.MNIST_CACHE", tmp_path / "absent.npz")
+    digits = load_digits()
+    assert digits.source.startswith("scikit-learn digits")
+    assert digits.x_train.shape[1:] == (8, 8, 1) and digits.x_train.dtype == np.float32
+    assert 0.0 <= digits.x_train.min() and digits.x_train.max() <= 1.0
+    assert len(digits.x_train) + len(digits.x_test) == 1797
+    assert set(np.unique(digits.y_train)) == set(range(10))
+    with pytest.raises(ValueError, match="test_fraction"):
+        load_digits(test_fraction=1.5)
+
+
+def test_mnist_cache_is_used_when_present(monkeypatch, tmp_path):
+    cache = tmp_path / "mnist.npz"
+    rng = np.random.default_rng(0)
+    np.savez(cache, x_train=rng.integers(0, 255, (5, 28, 28), dtype=np.uint8),
+             y_train=np.arange(5), x_test=np.zeros((2, 28, 28), np.uint8), y_test=np.arange(2))
+    monkeypatch.setattr("helpers.data.MNIST_CACHE", cache)
+    digits = load_digits()
+    assert digits.source.startswith("MNIST") and digits.x_train.shape == (5, 28, 28, 1)
+    assert "5 training" in digits.describe()

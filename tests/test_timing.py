@@ -1,0 +1,69 @@
+"""Timing: warm-up excluded, sync applied after every timed call, rates computed right."""
+
+import time
+
+import pytest
+
+from helpers.timing import Timer, TimingResult, benchmark, resolve_sync
+
+
+def test_warmup_runs_are_not_timed_and_sync_follows_every_call():
+    calls, synced = [], []
+
+    def work():
+        calls.append(1)
+        return len(calls)
+
+    result = benchmark(work, sync=synced.append, warmup=2, repeat=3)
+    assert len(calls) == 5 and synced == [1, 2, 3, 4, 5]
+    assert len(result.samples) == 3
+
+
+def test_sync_time_is_inside_the_measurement():
+    result = benchmark(lambda: None, sync=lambda _: time.sleep(0.02), warmup=0, repeat=3)
+    assert result.best >= 0.019
+
+
+def test_median_spread_and_rates():
+    result = TimingResult("x", [0.1, 0.3, 0.2], flops=2e9, nbytes=4e8)
+    assert result.median == pytest.approx(0.2)
+    assert result.spread == pytest.approx(0.2)
+    assert result.gflops == pytest.approx(10.0)
+    assert result.gbps == pytest.approx(2.0)
+    assert "GFLOP/s" in str(result) and "GB/s" in str(result)
+
+
+def test_round_trip_through_dict():
+    result = TimingResult("x", [0.5, 0.25], flops=1e9)
+    again = TimingResult.from_dict(result.to_dict())
+    assert again.samples == result.samples and again.gflops == result.gflops
+    assert result.to_dict()["median"] == pytest.approx(0.375)
+
+
+def test_timer_waits_for_sync_before_stopping():
+    with Timer(sync=lambda _: time.sleep(0.02)) as timer:
+        pass
+    assert timer.seconds >= 0.019
+
+
+def test_named_syncs_resolve():
+    assert callable(resolve_sync("mxnet")) and callable(resolve_sync("tensorflow"))
+    assert resolve_sync("none")(123) is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"repeat": 0}, "repeat"), ({"repeat": 1.5}, "repeat"), ({"warmup": -1}, "warmup"),
+     ({"flops": -5}, "flops"), ({"nbytes": 0}, "nbytes"), ({"sync": "torch"}, "sync must be")],
+)
+def test_bad_benchmark_arguments(kwargs, message):
+    args = {"sync": "none", **kwargs}
+    with pytest.raises(ValueError, match=message):
+        benchmark(lambda: None, **args)
+
+
+def test_benchmark_needs_a_callable_and_results_need_samples():
+    with pytest.raises(ValueError, match="function"):
+        benchmark(42, sync="none")
+    with pytest.raises(ValueError, match="at least one sample"):
+        TimingResult("empty", [])
