@@ -61,3 +61,52 @@ def broken_pins(path: Path | str = REQUIREMENTS) -> list[str]:
         for package, pinned, installed, ok in pin_report(path).rows
         if not ok
     ]
+
+
+def diagnose() -> Table:
+    """Each known way the stack breaks, checked on this machine, with the fix.
+
+    The four classic failures: the wrong MXNet (pip's silent fallback to 1.0.0.post1),
+    numpy 2 (MXNet 1.9.1 cannot import it), a GPU machine whose driver is missing, and a
+    GPU machine where TensorFlow or MXNet were installed as CPU-only builds.
+    """
+    from helpers.devices import nvidia_smi  # noqa: PLC0415
+
+    table = Table(["check", "status", "what to do"])
+    mxnet_version = installed_version("mxnet")
+    if mxnet_version == "1.9.1":
+        table.append(["MXNet version", "ok", "-"])
+    else:
+        table.append(["MXNet version", f"problem: {mxnet_version or 'missing'}",
+                      "pip install mxnet==1.9.1 numpy==1.26.4 (or re-run `make test`)"])
+    numpy_version = installed_version("numpy") or "missing"
+    if numpy_version.startswith("1.26"):
+        table.append(["numpy version", "ok", "-"])
+    else:
+        table.append(["numpy version", f"problem: {numpy_version}",
+                      "MXNet 1.9.1 needs numpy < 2 and TensorFlow 2.21 >= 1.26: "
+                      "pip install numpy==1.26.4"])
+    broken = broken_pins()
+    table.append(["all pins of requirements.txt", "ok" if not broken else "problem: "
+                  + "; ".join(broken), "-" if not broken else "pip install -r requirements.txt"])
+    smi = nvidia_smi()
+    if smi is None:
+        table.append(["NVIDIA driver", "none found (CPU only)",
+                      "fine for the series (ci/laptop profile); on a GPU instance install the "
+                      "NVIDIA driver, then requirements-gpu.txt"])
+        return table
+    table.append(["NVIDIA driver", f"ok: {len(smi)} GPU(s)", "-"])
+    from helpers.devices import physical_gpu_count  # noqa: PLC0415
+    from helpers.frameworks import import_mxnet  # noqa: PLC0415
+
+    if physical_gpu_count() == 0:
+        table.append(["TensorFlow sees the GPUs", "problem: 0 GPUs",
+                      "install the CUDA build: pip install -r requirements-gpu.txt"])
+    else:
+        table.append(["TensorFlow sees the GPUs", "ok", "-"])
+    if import_mxnet().context.num_gpus() == 0:
+        table.append(["MXNet sees the GPUs", "problem: 0 GPUs (CPU build)",
+                      "pip uninstall -y mxnet && pip install mxnet-cu117==1.9.1"])
+    else:
+        table.append(["MXNet sees the GPUs", "ok", "-"])
+    return table
