@@ -22,8 +22,11 @@ $(STAMP): $(REQUIREMENTS) pyproject.toml
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
+# Root (containers, cloud images) must say --allow-root or Jupyter refuses to start.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=notebooks
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG) $(LAB_ARGS)
 
 test: $(STAMP)
 	SERIES_PROFILE=ci $(BIN)/python -m pytest
