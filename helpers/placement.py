@@ -83,11 +83,20 @@ class PlacementLog:
     def devices(self) -> set[str]:
         return {r.short_device for r in self.records}
 
-    def table(self, skip_plumbing: bool = True) -> Table:
-        """Records as a table; by default without the _Arg/_Retval plumbing nodes."""
+    def table(self, skip_plumbing: bool = True, via: str | None = None) -> Table:
+        """Records as a table; by default without the _Arg/_Retval plumbing nodes.
+
+        ``via="eager"`` keeps only the ``Executing op`` lines (one per op that ran): an eager
+        op can also log the placement of the one-op function TensorFlow runs it as.
+        ``via="graph"`` keeps only the placer's lines.
+        """
+        if via not in (None, "graph", "eager"):
+            raise ValueError(f"via must be None, 'graph' or 'eager', not {via!r}")
         table = Table(["node", "op", "device", "log"])
         for r in self.records:
             if skip_plumbing and r.op in ("_Arg", "_Retval", "_DeviceArg", "_DeviceRetval"):
+                continue
+            if via is not None and r.via != via:
                 continue
             table.append([r.name, r.op, r.short_device, r.via])
         return table

@@ -44,6 +44,18 @@ def test_table_hides_plumbing_and_devices_of_finds_ops():
     assert len(log.table(skip_plumbing=False)) == 4
 
 
+
+def test_table_keeps_only_one_log_when_asked():
+    log = PlacementLog(parse_placement(GRAPH_STDOUT, PREFIXED_STDERR))
+    assert log.table(via="eager").column("op") == ["AddN"]
+    assert "AddN" not in log.table(via="graph").column("op")
+    try:
+        log.table(via="session")
+    except ValueError as err:
+        assert "via must be" in str(err)
+    else:
+        raise AssertionError("an unknown log kind must be rejected")
+
 def test_unrelated_text_gives_no_records():
     assert parse_placement("hello\n[[1, 2]]\n", "W0000 some warning\n") == []
 
