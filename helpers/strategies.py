@@ -1,0 +1,124 @@
+"""Choose a ``tf.distribute`` strategy for one process, the way the seed does, on any machine.
+
+The seed's rule is: two or more GPUs -> ``MirroredStrategy`` over all of them, otherwise
+the default strategy (one device, no replication). On a machine without GPUs that rule
+would never show mirroring at all, so :func:`choose_strategy` adds one step: when the
+lesson configured two or more *logical* CPUs (see :mod:`helpers.logical_devices`), it
+mirrors over those and says loudly that the replicas are simulated on shared cores.
+
+:func:`mirrored_over` builds a strategy over the first ``k`` devices, for timing 1, 2, 4
+... replicas in one process. Several ``MirroredStrategy`` objects over different device
+counts cannot all use the default all-reduce in one process: each numbers its collective
+groups from the same starting key, so the second strategy's all-reduce joins a group that
+the first one registered with another size and TensorFlow aborts ("is joining a group
+with size 4, but that group has size 2"). ``ReductionToOneDevice`` uses no collective
+groups, so every strategy built here uses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from helpers.device_names import parse_device
+from helpers.frameworks import import_tensorflow
+
+KINDS = ("gpu", "virtual-gpu", "logical-cpu", "default")
+
+
+@dataclass(frozen=True)
+class StrategyChoice:
+    """The strategy picked, what kind of devices it replicates over, and why."""
+
+    strategy: Any
+    kind: str  # one of KINDS
+    devices: tuple[str, ...]
+    reason: str
+
+    @property
+    def replicas(self) -> int:
+        return int(self.strategy.num_replicas_in_sync)
+
+    @property
+    def simulated(self) -> bool:
+        """True when the replicas share hardware (virtual GPUs, logical CPUs)."""
+        return self.kind in ("virtual-gpu", "logical-cpu")
+
+    def describe(self) -> str:
+        name = type(self.strategy).__name__
+        where = ", ".join(self.devices) if self.devices else "one device"
+        text = f"{name} with {self.replicas} replica(s) on {where}: {self.reason}"
+        if self.simulated:
+            text = "SIMULATED replicas. " + text
+        return text
+
+
+def _short_names(devices: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(devices, str):
+        raise ValueError(f"devices is a list of device strings, not the string {devices!r}")
+    names = tuple(parse_device(d).short for d in devices)
+    if len(set(names)) != len(names):
+        raise ValueError(f"devices must be distinct, got {list(devices)}")
+    return names
+
+
+def choose_strategy(announce: bool = True) -> StrategyChoice:
+    """MirroredStrategy over all GPUs (2+), else over logical CPUs (2+), else the default.
+
+    Looks at TensorFlow's *logical* devices, which initialises its runtime: configure
+    logical CPUs or virtual GPUs (``requirements_banner``) before calling this.
+    """
+    tf = import_tensorflow()
+    gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
+    cpus = [d.name for d in tf.config.list_logical_devices("CPU")]
+    physical_gpus = len(tf.config.list_physical_devices("GPU"))
+    if len(gpus) >= 2:
+        kind = "gpu" if physical_gpus >= len(gpus) else "virtual-gpu"
+        devices = _short_names(gpus)
+        reason = (f"{len(gpus)} GPUs" if kind == "gpu" else
+                  f"{len(gpus)} virtual GPUs on {physical_gpus} physical GPU(s)")
+        choice = StrategyChoice(tf.distribute.MirroredStrategy(list(devices)), kind, devices,
+                                reason)
+    elif len(cpus) >= 2 and not gpus:
+        devices = _short_names(cpus)
+        choice = StrategyChoice(
+            tf.distribute.MirroredStrategy(list(devices)), "logical-cpu", devices,
+            f"no GPUs, {len(cpus)} logical CPUs configured on the same cores")
+    else:
+        why = "one GPU" if gpus else "one CPU and no GPU"
+        choice = StrategyChoice(tf.distribute.get_strategy(), "default", (),
+                                f"{why}: nothing to mirror over")
+    if announce:
+        print(choice.describe())
+    return choice
+
+
+def mirrored_over(devices: Sequence[str], k: int) -> Any:
+    """A MirroredStrategy over the first ``k`` of ``devices`` (reduction on one device).
+
+    Uses ``ReductionToOneDevice`` so strategies over different counts can be built one
+    after another in the same process (see the module docstring).
+    """
+    names = _short_names(devices)
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(names):
+        raise ValueError(
+            f"k must be an int between 1 and {len(names)} (the devices given), not {k!r}; "
+            "configure more logical devices with requirements_banner(n) at the top")
+    tf = import_tensorflow()
+    return tf.distribute.MirroredStrategy(
+        list(names[:k]), cross_device_ops=tf.distribute.ReductionToOneDevice())
+
+
+def replica_devices(strategy: Any) -> list[str]:
+    """The short names of the devices a strategy's replicas run on.
+
+    The default strategy has no device list of its own (it runs where TensorFlow places
+    ops), so it reports an empty list rather than TensorFlow's RuntimeError.
+    """
+    tf = import_tensorflow()
+    if not isinstance(strategy, tf.distribute.Strategy):
+        raise ValueError(f"expected a tf.distribute.Strategy, not {type(strategy).__name__}")
+    if strategy is tf.distribute.get_strategy() and not tf.distribute.has_strategy():
+        return []
+    return [parse_device(d).short for d in strategy.extended.worker_devices]

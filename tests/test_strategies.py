@@ -1,0 +1,100 @@
+"""Strategy choice: mirrored over what exists, announced when simulated, bad input rejected.
+
+Logical devices can be configured only once per process, so cases that configure them
+run in a fresh Python process.
+"""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from helpers.strategies import StrategyChoice, mirrored_over, replica_devices
+
+
+def run_python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=180)
+
+
+def test_logical_cpus_give_a_mirrored_strategy_that_says_it_is_simulated():
+    out = run_python("""
+        from helpers import import_tensorflow, use_logical_cpus
+        from helpers.strategies import choose_strategy, mirrored_over, replica_devices
+        tf = import_tensorflow()
+        if tf.config.list_physical_devices("GPU"):
+            print("SKIP")
+            raise SystemExit
+        devices = use_logical_cpus(4)
+        choice = choose_strategy()
+        assert choice.kind == "logical-cpu" and choice.simulated
+        assert choice.replicas == 4 and choice.devices == tuple(devices)
+        assert type(choice.strategy).__name__ == "MirroredStrategy"
+        assert replica_devices(choice.strategy) == devices
+        # strategies over different counts coexist in one process and can all-reduce
+        for k in (1, 2, 4):
+            s = mirrored_over(devices, k)
+            assert s.num_replicas_in_sync == k
+            total = s.reduce("SUM", s.run(lambda: tf.constant(1.0)), axis=None)
+            assert float(total) == k, (k, float(total))
+            assert replica_devices(s) == devices[:k]
+        print("DONE")
+    """)
+    assert out.returncode == 0, out.stderr[-2000:]
+    if "SKIP" not in out.stdout:
+        assert "SIMULATED replicas. MirroredStrategy with 4 replica(s)" in out.stdout
+        assert "DONE" in out.stdout
+
+
+def test_one_cpu_gives_the_default_strategy():
+    out = run_python("""
+        from helpers import import_tensorflow
+        from helpers.strategies import choose_strategy, replica_devices
+        tf = import_tensorflow()
+        if tf.config.list_physical_devices("GPU"):
+            print("SKIP")
+            raise SystemExit
+        choice = choose_strategy(announce=False)
+        assert choice.kind == "default" and not choice.simulated
+        assert choice.replicas == 1 and choice.devices == ()
+        assert choice.strategy is tf.distribute.get_strategy()
+        assert replica_devices(choice.strategy) == []
+        print(choice.describe())
+    """)
+    assert out.returncode == 0, out.stderr[-2000:]
+    if "SKIP" not in out.stdout:
+        assert "nothing to mirror over" in out.stdout
+        assert "SIMULATED" not in out.stdout
+
+
+@pytest.mark.parametrize("k", [0, 3, -1, 1.0, True, "2"])
+def test_mirrored_over_rejects_counts_outside_the_devices(k):
+    with pytest.raises(ValueError, match="k must be an int between 1 and 2"):
+        mirrored_over(["/CPU:0", "/CPU:1"], k)
+
+
+@pytest.mark.parametrize("devices, message", [
+    ("/CPU:0", "not the string"),
+    (["/CPU:0", "cpu:0"], "distinct"),
+    (["/XPU:0"], "unknown device type"),
+])
+def test_mirrored_over_rejects_bad_device_lists(devices, message):
+    with pytest.raises(ValueError, match=message):
+        mirrored_over(devices, 1)
+
+
+def test_replica_devices_rejects_what_is_not_a_strategy():
+    with pytest.raises(ValueError, match="tf.distribute.Strategy"):
+        replica_devices("MirroredStrategy")
+
+
+def test_describe_names_the_strategy_and_flags_simulation():
+    class Fake:
+        num_replicas_in_sync = 2
+
+    real = StrategyChoice(Fake(), "gpu", ("/GPU:0", "/GPU:1"), "2 GPUs")
+    fake = StrategyChoice(Fake(), "logical-cpu", ("/CPU:0", "/CPU:1"), "shared cores")
+    assert real.describe() == "Fake with 2 replica(s) on /GPU:0, /GPU:1: 2 GPUs"
+    assert fake.describe().startswith("SIMULATED replicas. Fake with 2 replica(s)")
+    assert real.replicas == 2 and not real.simulated and fake.simulated
