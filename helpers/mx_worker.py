@@ -1,0 +1,149 @@
+"""The worker side of a local MXNet cluster: join the kvstore, log, and report results.
+
+A worker program (``python -m helpers.workers.mx_*``) and the launcher in
+:mod:`helpers.mx_cluster` talk through the worker's log, which is all a real cluster
+has in common too. This module holds both ends of that small protocol so they cannot
+drift apart:
+
+* :func:`connect` creates the distributed kvstore and prints :data:`READY` once MXNet
+  returns it, which happens only after the scheduler has registered every server and
+  worker: the launcher reads that line as "the cluster has formed";
+* :func:`report` prints one ``RESULT {json}`` line; :func:`parse_results` reads them
+  back, so numbers travel from worker processes into the notebook without files;
+* :func:`time_push_pull` measures push + pull round trips over the kvstore, the raw
+  data for a latency-bandwidth (alpha-beta) model of communication.
+
+Nothing here imports MXNet at module level: worker programs call
+:func:`helpers.frameworks.import_mxnet` themselves, first thing, and the functions here
+reuse that import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from helpers.frameworks import import_mxnet
+
+READY = "mx-worker ready"
+RESULT_PREFIX = "RESULT "
+DIST_KINDS = ("dist_sync", "dist_async", "dist_sync_device", "dist_device_sync")
+REQUIRED_ENV = ("DMLC_ROLE", "DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_SERVER",
+                "DMLC_NUM_WORKER")
+
+
+def check_worker_env(environ: dict[str, str] | None = None) -> None:
+    """Raise RuntimeError, saying what to set, unless this process is a ps-lite worker.
+
+    Without these variables MXNet's distributed kvstore waits for a scheduler that will
+    never answer; failing at once with the list of missing variables is kinder.
+    """
+    env = os.environ if environ is None else environ
+    missing = [name for name in REQUIRED_ENV if not env.get(name)]
+    if missing:
+        raise RuntimeError(
+            f"this program is an MXNet cluster worker but {', '.join(missing)} "
+            "is not set; start it with helpers.mx_cluster.LocalMXCluster, or set the "
+            "variables printed by helpers.mx_cluster.shell_commands()"
+        )
+    if env["DMLC_ROLE"] != "worker":
+        raise RuntimeError(
+            f"DMLC_ROLE is {env['DMLC_ROLE']!r} but this program runs the worker role; "
+            "servers and the scheduler run helpers.workers.mx_server"
+        )
+
+
+def _exit_at_once(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+    """Print the traceback and end the process without MXNet's shutdown barrier."""
+    sys.__excepthook__(kind, value, tb)
+    sys.stderr.flush()
+    sys.stdout.flush()
+    os._exit(1)
+
+
+def connect(kind: str = "dist_sync") -> Any:
+    """Create the distributed kvstore ``kind`` and announce readiness on stdout.
+
+    It also makes an uncaught exception end the process at once with exit code 1. By
+    default a worker that raises does not exit: on the way out MXNet's kvstore waits in
+    ps-lite's shutdown barrier for workers that are themselves waiting for this one's
+    next push, so the whole cluster hangs and the error is only found by a timeout.
+    """
+    if kind not in DIST_KINDS:
+        raise ValueError(f"kind must be one of {DIST_KINDS}, not {kind!r}")
+    check_worker_env()
+    kv = import_mxnet().kv.create(kind)
+    sys.excepthook = _exit_at_once
+    print(f"{READY}: rank {kv.rank} of {kv.num_workers} ({kv.type})", flush=True)
+    return kv
+
+
+def say(kv: Any, message: str) -> None:
+    """One progress line, prefixed with the worker's rank (ranks are given by the scheduler)."""
+    print(f"[worker {kv.rank}] {message}", flush=True)
+
+
+def report(kv: Any, **values: Any) -> None:
+    """Print one machine-readable result line for the launcher to collect."""
+    record = {"rank": kv.rank, "num_workers": kv.num_workers, **values}
+    print(RESULT_PREFIX + json.dumps(record, sort_keys=True), flush=True)
+
+
+def parse_results(text: str) -> list[dict[str, Any]]:
+    """Every ``RESULT {json}`` line in ``text``, in order."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith(RESULT_PREFIX):
+            out.append(json.loads(line[len(RESULT_PREFIX):]))
+    return out
+
+
+def digest(arrays: Iterable[Any]) -> str:
+    """A short hash of arrays' exact bytes: equal digests mean bit-identical weights."""
+    sha = hashlib.sha256()
+    for array in arrays:
+        sha.update(array.asnumpy().tobytes() if hasattr(array, "asnumpy") else bytes(array))
+    return sha.hexdigest()[:16]
+
+
+def time_push_pull(
+    kv: Any, sizes_bytes: Sequence[int], repeat: int = 10, warmup: int = 2,
+    first_key: int | str = 1000,
+) -> list[dict[str, Any]]:
+    """Median seconds of one push followed by a pull of ``size`` bytes, per size.
+
+    Every worker must call this with the same sizes (dist_sync waits for all of them).
+    A kvstore takes int keys or str keys, never both: ``first_key`` says which (an int
+    N gives keys N, N+1, ...; a str S gives S0, S1, ...), so it can share a store with
+    Gluon's Trainer (int keys 0, 1, ... for its parameters).
+    Each round trip ends with ``wait_to_read`` on the pulled array, since MXNet's
+    engine returns from ``push``/``pull`` before the bytes have moved.
+    """
+    if repeat < 1 or warmup < 0:
+        raise ValueError(f"repeat must be >= 1 and warmup >= 0, not {repeat}, {warmup}")
+    mx = import_mxnet()
+    rows = []
+    for i, size in enumerate(sizes_bytes):
+        if size < 4:
+            raise ValueError(f"message sizes are at least 4 bytes (one float32), not {size}")
+        n = size // 4
+        key = first_key + i if isinstance(first_key, int) else f"{first_key}{i}"
+        kv.init(key, mx.nd.zeros((n,)))
+        value, out = mx.nd.ones((n,)), mx.nd.zeros((n,))
+        samples = []
+        for r in range(warmup + repeat):
+            start = time.perf_counter()
+            kv.push(key, value)
+            kv.pull(key, out=out)
+            out.wait_to_read()
+            if r >= warmup:
+                samples.append(time.perf_counter() - start)
+        rows.append({"bytes": 4 * n, "median_s": statistics.median(samples),
+                     "best_s": min(samples), "samples": samples})
+    return rows

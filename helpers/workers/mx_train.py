@@ -1,0 +1,172 @@
+"""Data-parallel training of a small Gluon network over MXNet's distributed kvstore.
+
+Every worker builds the same network, joins the kvstore and trains with
+``gluon.Trainer(..., kvstore=kv)``. Each step takes one *global* batch of the digits
+data (the same sequence of batches on every worker) and each worker computes the
+gradient of its own slice, ``batch[rank::num_workers]``, so the union over workers is
+the global batch whatever the number of workers:
+
+* ``dist_sync``: the servers sum the slices' gradients and apply one SGD step per global
+  batch (``trainer.step(global_batch)`` averages over it), the same arithmetic as one
+  worker on the whole batch; every worker then pulls identical weights.
+* ``dist_async``: the servers apply each worker's gradient as soon as it arrives
+  (``trainer.step(local_batch)``), no worker waits for another, and the weights a worker
+  holds are whatever it pulled last.
+
+Each step is timed in two parts, with ``mx.nd.waitall()`` after each: compute (forward
+and backward, plus ``--slow-ms`` of sleep on worker ``--slow-rank`` to play a slower
+device) and communication (``trainer.step``: push gradients, servers update, pull
+weights). Optional extras: ``--compute-batches`` times forward + backward alone for
+several batch sizes, ``--sizes-kb`` times push + pull round trips. One ``RESULT`` line
+carries everything back. Start it through :class:`helpers.mx_cluster.LocalMXCluster`.
+"""
+
+from helpers.frameworks import import_mxnet
+
+mx = import_mxnet()
+
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from helpers.data import load_digits  # noqa: E402
+from helpers.mx_worker import connect, digest, report, say, time_push_pull  # noqa: E402
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--kvstore", default="dist_sync", choices=["dist_sync", "dist_async"])
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--global-batch", type=int, default=64)
+    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--lr", type=float, default=0.5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--warmup-steps", type=int, default=2, help="steps left out of timings")
+    parser.add_argument("--slow-rank", type=int, default=-1, help="this rank sleeps each step")
+    parser.add_argument("--slow-ms", type=float, default=0.0)
+    parser.add_argument("--compute-batches", type=int, nargs="*", default=[])
+    parser.add_argument("--sizes-kb", type=int, nargs="*", default=[])
+    parser.add_argument("--log-every", type=int, default=10)
+    args = parser.parse_args()
+    if args.steps <= args.warmup_steps:
+        parser.error("--steps must be larger than --warmup-steps")
+    return args
+
+
+def device(rank: int) -> object:
+    """One GPU per worker when there are GPUs (round robin by rank), else the CPU."""
+    gpus = mx.context.num_gpus()
+    return mx.gpu(rank % gpus) if gpus else mx.cpu()
+
+
+def build(hidden: int, ctx: object, seed: int) -> object:
+    mx.random.seed(seed)
+    net = mx.gluon.nn.Sequential()
+    net.add(mx.gluon.nn.Dense(hidden, activation="relu"),
+            mx.gluon.nn.Dense(hidden, activation="relu"),
+            mx.gluon.nn.Dense(10))
+    net.initialize(mx.init.Xavier(), ctx=ctx)
+    return net
+
+
+def time_compute(net, loss_fn, x, y, batches, ctx, repeat=5) -> dict[str, float]:
+    """Median seconds of forward + backward at each per-worker batch size."""
+    out = {}
+    for b in batches:
+        data, label = mx.nd.array(x[:b], ctx=ctx), mx.nd.array(y[:b], ctx=ctx)
+        samples = []
+        for r in range(repeat + 1):
+            start = time.perf_counter()
+            with mx.autograd.record():
+                loss = loss_fn(net(data), label)
+            loss.backward()
+            mx.nd.waitall()
+            if r:
+                samples.append(time.perf_counter() - start)
+        out[str(b)] = statistics.median(samples)
+    return out
+
+
+def main() -> None:
+    args = parse_args()
+    kv = connect(args.kvstore)
+    rank, n = kv.rank, kv.num_workers
+    ctx = device(rank)
+    digits = load_digits()
+    x = digits.x_train.reshape(len(digits.x_train), -1)
+    y = digits.y_train.astype(np.float32)
+    x_test = digits.x_test.reshape(len(digits.x_test), -1)
+
+    net = build(args.hidden, ctx, args.seed)
+    loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    net(mx.nd.array(x[:1], ctx=ctx))  # materialise the parameters
+    params = list(net.collect_params().values())
+    param_bytes = sum(int(np.prod(p.shape)) * 4 for p in params)
+    say(kv, f"{type(ctx).__name__} {ctx}, {n} worker(s), {param_bytes} bytes of parameters")
+
+    compute_by_batch = time_compute(net, loss_fn, x, y, args.compute_batches, ctx)
+    trainer = mx.gluon.Trainer(params, "sgd", {"learning_rate": args.lr}, kvstore=kv)
+
+    order = np.random.default_rng(args.seed).permutation(len(x))
+    sync = args.kvstore == "dist_sync"
+    local_batch = len(range(rank, args.global_batch, n))
+    compute_s, comm_s, losses = [], [], []
+    loop_start = time.perf_counter()
+    for step in range(args.steps):
+        if step == args.warmup_steps:
+            loop_start = time.perf_counter()
+        window = order[(step * args.global_batch + np.arange(args.global_batch)) % len(x)]
+        mine = window[rank::n]
+        data, label = mx.nd.array(x[mine], ctx=ctx), mx.nd.array(y[mine], ctx=ctx)
+        t0 = time.perf_counter()
+        with mx.autograd.record():
+            loss = loss_fn(net(data), label)
+        loss.backward()
+        mx.nd.waitall()
+        if rank == args.slow_rank:
+            time.sleep(args.slow_ms / 1e3)
+        t1 = time.perf_counter()
+        trainer.step(args.global_batch if sync else local_batch)
+        mx.nd.waitall()
+        t2 = time.perf_counter()
+        compute_s.append(t1 - t0)
+        comm_s.append(t2 - t1)
+        losses.append(float(loss.mean().asscalar()))
+        if (step + 1) % args.log_every == 0 or step + 1 == args.steps:
+            say(kv, f"step {step + 1}/{args.steps} loss {losses[-1]:.4f} "
+                    f"compute {1e3 * (t1 - t0):.1f} ms comm {1e3 * (t2 - t1):.1f} ms")
+    loop_seconds = time.perf_counter() - loop_start
+    digest_last = digest(p.data(ctx) for p in params)
+
+    # Wait for every worker, then pull the servers' final weights (keys are the
+    # Trainer's: parameter i has key i). In dist_async this is where workers agree.
+    kv._barrier()  # MXNet's own global barrier among workers
+    for i, p in enumerate(params):
+        kv.pull(i, out=p.data(ctx))
+    mx.nd.waitall()
+    digest_synced = digest(p.data(ctx) for p in params)
+    train_loss = float(loss_fn(net(mx.nd.array(x, ctx=ctx)), mx.nd.array(y, ctx=ctx))
+                       .mean().asscalar())
+    predicted = net(mx.nd.array(x_test, ctx=ctx)).argmax(axis=1).asnumpy()
+    accuracy = float((predicted == digits.y_test).mean())
+    weights_sum = float(sum(p.data(ctx).astype("float64").sum().asscalar() for p in params))
+    say(kv, f"done: {args.steps - args.warmup_steps} timed steps in {loop_seconds:.3f} s, "
+            f"train loss {train_loss:.4f}, test accuracy {accuracy:.3f}")
+
+    push_pull = []
+    if args.sizes_kb:
+        push_pull = time_push_pull(kv, [kb * 1024 for kb in args.sizes_kb])
+        push_pull = [{k: r[k] for k in ("bytes", "median_s", "best_s")} for r in push_pull]
+    report(kv, kvstore=kv.type, device=str(ctx), data=digits.source, steps=args.steps,
+           timed_steps=args.steps - args.warmup_steps, global_batch=args.global_batch,
+           local_batch=local_batch, param_bytes=param_bytes, loop_seconds=loop_seconds,
+           compute_s=compute_s[args.warmup_steps:], comm_s=comm_s[args.warmup_steps:],
+           losses=losses, train_loss=train_loss, test_accuracy=accuracy,
+           weights_sum=weights_sum, digest_last=digest_last, digest_synced=digest_synced,
+           compute_by_batch=compute_by_batch, push_pull=push_pull)
+
+
+if __name__ == "__main__":
+    main()

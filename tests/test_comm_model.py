@@ -1,0 +1,149 @@
+import math
+
+import numpy as np
+import pytest
+
+from helpers.comm_model import (
+    AlphaBeta,
+    amdahl_speedup,
+    compute_seconds,
+    fit_alpha_beta,
+    karp_flatt,
+    parameter_server_seconds,
+    ring_allreduce_seconds,
+    step_seconds,
+)
+
+LINK = AlphaBeta(1e-4, 1e-9, "test")
+
+
+def test_alpha_beta_time_bandwidth_and_half_size():
+    assert LINK.time(0) == 1e-4
+    assert LINK.time(1e6) == pytest.approx(1e-4 + 1e-3)
+    assert LINK.bandwidth == pytest.approx(1e9)
+    assert LINK.half_size == pytest.approx(1e5)
+    assert AlphaBeta(1.0, 0.0).bandwidth == math.inf
+
+
+def test_network_from_datasheet_numbers():
+    link = AlphaBeta.network("10 GbE", 50e-6, 10)
+    assert link.alpha == 50e-6
+    assert link.bandwidth == pytest.approx(1.25e9)  # bytes per second
+
+
+def test_fit_recovers_a_noiseless_line_and_divides_by_transfers():
+    sizes = [1e3, 1e4, 1e5, 1e6, 1e7]
+    times = [2 * (3e-4 + 2e-9 * s) for s in sizes]  # push + pull = 2 transfers
+    fit = fit_alpha_beta(sizes, times, transfers=2)
+    assert fit.alpha == pytest.approx(3e-4, rel=1e-6)
+    assert fit.beta == pytest.approx(2e-9, rel=1e-6)
+
+
+def test_fit_weights_small_messages_by_relative_error():
+    rng = np.random.default_rng(0)
+    sizes = np.array([1e3, 1e4, 1e5, 1e6, 1e7])
+    times = (5e-4 + 1e-9 * sizes) * (1 + 0.05 * rng.standard_normal(5))
+    fit = fit_alpha_beta(sizes, times)
+    assert fit.alpha == pytest.approx(5e-4, rel=0.2)
+    assert fit.beta == pytest.approx(1e-9, rel=0.2)
+
+
+def test_fit_keeps_alpha_and_beta_non_negative():
+    flat = fit_alpha_beta([1, 10, 100], [3.0, 2.9, 2.8])
+    assert flat.beta == 0 and flat.alpha > 0
+    proportional = fit_alpha_beta([1, 10, 100], [0.5, 10.0, 100.0])
+    assert proportional.alpha == 0 and proportional.beta > 0
+
+
+@pytest.mark.parametrize(
+    "sizes, seconds",
+    [([1, 2], [1.0]), ([5, 5, 5], [1.0, 1.1, 0.9]), ([1, 2], [1.0, 0.0]),
+     ([-1, 2], [1.0, 2.0]), ([1, 2], [1.0, float("nan")])],
+)
+def test_fit_rejects_bad_measurements(sizes, seconds):
+    with pytest.raises(ValueError):
+        fit_alpha_beta(sizes, seconds)
+
+
+def test_alpha_beta_rejects_negative_or_bad_values():
+    with pytest.raises(ValueError, match="alpha"):
+        AlphaBeta(-1.0, 0.0)
+    with pytest.raises(ValueError, match="beta"):
+        AlphaBeta(0.0, float("inf"))
+    with pytest.raises(ValueError, match="size"):
+        LINK.time(-5)
+    with pytest.raises(ValueError, match="speed"):
+        AlphaBeta.network("dead", 1e-6, 0)
+
+
+def test_amdahl_limits():
+    assert amdahl_speedup(1, 0.9) == pytest.approx(1.0)
+    assert amdahl_speedup(8, 1.0) == pytest.approx(8.0)
+    assert amdahl_speedup(8, 0.0) == pytest.approx(1.0)
+    assert amdahl_speedup(10**6, 0.95) == pytest.approx(20.0, rel=1e-3)
+    assert amdahl_speedup(4, 0.5) < amdahl_speedup(8, 0.5) < 2.0
+
+
+def test_karp_flatt_inverts_amdahl():
+    for p in (0.5, 0.9, 0.99):
+        for n in (2, 4, 16):
+            assert karp_flatt(amdahl_speedup(n, p), n) == pytest.approx(1 - p)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: amdahl_speedup(0, 0.5), lambda: amdahl_speedup(2, 1.5),
+    lambda: amdahl_speedup(True, 0.5), lambda: karp_flatt(1.5, 1), lambda: karp_flatt(0, 4),
+])
+def test_amdahl_and_karp_flatt_reject_bad_input(call):
+    with pytest.raises(ValueError):
+        call()
+
+
+def test_ring_allreduce_bandwidth_term_is_bounded():
+    m = 1e8
+    assert ring_allreduce_seconds(1, m, LINK) == 0
+    assert ring_allreduce_seconds(2, m, LINK) == pytest.approx(2 * 1e-4 + m * 1e-9)
+    big = ring_allreduce_seconds(256, m, LINK)
+    assert big < 2 * m * LINK.beta + 2 * 255 * LINK.alpha + 1e-12
+    assert big > ring_allreduce_seconds(8, m, LINK)  # latency terms grow
+
+
+def test_parameter_server_load_grows_with_workers_per_server():
+    m = 1e6
+    one = parameter_server_seconds(1, m, LINK)
+    assert one == pytest.approx(2 * LINK.time(m))
+    assert parameter_server_seconds(8, m, LINK) == pytest.approx(2 * (1e-4 + 8 * m * 1e-9))
+    sharded = parameter_server_seconds(8, m, LINK, servers=8)
+    assert sharded == pytest.approx(2 * (8 * 1e-4 + m * 1e-9))
+    # A single server falls behind a ring for large gradients and many workers.
+    assert parameter_server_seconds(64, 1e8, LINK) > 10 * ring_allreduce_seconds(64, 1e8, LINK)
+
+
+def test_compute_seconds_with_shared_slots():
+    per_step = AlphaBeta(0.001, 1e-5)  # 1 ms fixed + 10 us per example
+    assert compute_seconds(1, 1000, per_step) == pytest.approx(0.011)
+    assert compute_seconds(2, 1000, per_step) == pytest.approx(0.006)
+    # Four workers on two cores: the total work (4 fixed costs + 1000 examples) over 2.
+    assert compute_seconds(4, 1000, per_step, slots=2) == pytest.approx((4 * 0.001 + 0.01) / 2)
+    assert compute_seconds(2, 1000, per_step, slots=2) == compute_seconds(2, 1000, per_step)
+
+
+def test_step_seconds_adds_the_chosen_exchange():
+    per_step = AlphaBeta(0.001, 1e-5)
+    base = compute_seconds(4, 1000, per_step)
+    assert step_seconds(4, 1000, per_step, 1e6, LINK, "none") == base
+    assert step_seconds(4, 1000, per_step, 1e6, LINK, "ring") == pytest.approx(
+        base + ring_allreduce_seconds(4, 1e6, LINK))
+    assert step_seconds(4, 1000, per_step, 1e6, LINK, "ps", servers=2) == pytest.approx(
+        base + parameter_server_seconds(4, 1e6, LINK, 2))
+
+
+@pytest.mark.parametrize("call", [
+    lambda: step_seconds(2, 100, LINK, 1e6, LINK, scheme="mpi"),
+    lambda: compute_seconds(2, 0, LINK), lambda: compute_seconds(2, 10, LINK, slots=0),
+    lambda: ring_allreduce_seconds(0, 1e6, LINK), lambda: ring_allreduce_seconds(2, -1, LINK),
+    lambda: parameter_server_seconds(4, 1e6, LINK, servers=0),
+])
+def test_cost_functions_reject_bad_input(call):
+    with pytest.raises(ValueError):
+        call()

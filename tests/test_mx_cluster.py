@@ -1,0 +1,191 @@
+import os
+import socket
+import textwrap
+
+import pytest
+
+from helpers.mx_cluster import SERVER_MODULE, LocalMXCluster, dmlc_env, shell_commands
+from helpers.processes import free_port
+
+PUSHPULL = "helpers.workers.mx_pushpull"
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # A zombie (exited, not yet reaped by anyone) counts as gone.
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().split(")")[1].split()[0] == "Z"
+
+
+@pytest.fixture
+def worker_module(tmp_path, monkeypatch):
+    """Write a throwaway worker program importable as `python -m NAME` here and in children."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def write(name: str, body: str) -> tuple[str, dict[str, str]]:
+        (tmp_path / f"{name}.py").write_text(textwrap.dedent(body))
+        return name, {"PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+
+    return write
+
+
+# -- bad input, nothing started -----------------------------------------------------------
+@pytest.mark.parametrize("workers, servers", [(0, 1), (2, 0), (-1, 1), (True, 1), (2, 1.5)])
+def test_counts_must_be_positive_ints(workers, servers):
+    with pytest.raises(ValueError, match="at least one"):
+        LocalMXCluster(PUSHPULL, workers=workers, servers=servers)
+
+
+def test_missing_worker_program_is_rejected():
+    with pytest.raises(ValueError, match="no Python module"):
+        LocalMXCluster("helpers.workers.no_such_program")
+
+
+def test_port_in_use_is_rejected():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        with pytest.raises(ValueError, match="already in use"):
+            LocalMXCluster(PUSHPULL, port=port)
+
+
+def test_other_bad_arguments():
+    with pytest.raises(ValueError, match="ready_timeout"):
+        LocalMXCluster(PUSHPULL, ready_timeout=0)
+    with pytest.raises(ValueError, match="thread"):
+        LocalMXCluster(PUSHPULL, threads=0)
+    cluster = LocalMXCluster(PUSHPULL)
+    with pytest.raises(RuntimeError, match="start"):
+        cluster.env_for("worker-0")
+    with pytest.raises(ValueError, match="no task"):
+        cluster.env_for("worker-7")
+    with pytest.raises(RuntimeError, match="start"):
+        cluster.wait()
+
+
+def test_task_names_and_description_before_start():
+    cluster = LocalMXCluster(PUSHPULL, workers=3, servers=2)
+    assert cluster.task_names() == ["scheduler", "server-0", "server-1",
+                                    "worker-0", "worker-1", "worker-2"]
+    table = cluster.describe()
+    assert table.column("DMLC_ROLE") == ["scheduler", "server", "server",
+                                         "worker", "worker", "worker"]
+    assert table.column("program")[0] == SERVER_MODULE
+    assert table.column("program")[-1] == PUSHPULL
+
+
+def test_dmlc_env_has_every_variable():
+    env = dmlc_env("worker", "10.0.0.1", 9091, servers=2, workers=4, node_host="10.0.0.7")
+    assert env == {"DMLC_ROLE": "worker", "DMLC_PS_ROOT_URI": "10.0.0.1",
+                   "DMLC_PS_ROOT_PORT": "9091", "DMLC_NUM_SERVER": "2",
+                   "DMLC_NUM_WORKER": "4", "DMLC_NODE_HOST": "10.0.0.7"}
+    assert dmlc_env("server", "h", 1, 1, 1, verbose=1)["PS_VERBOSE"] == "1"
+    assert dmlc_env("scheduler", "h", 1, 1, 1)["DMLC_NODE_HOST"] == "h"
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"role": "master"}, "role"), ({"scheduler_port": 0}, "port"),
+    ({"scheduler_port": "9091"}, "port"), ({"servers": 0}, "server"),
+    ({"workers": 0}, "worker"), ({"verbose": 3}, "verbose"),
+])
+def test_dmlc_env_rejects_bad_input(kwargs, match):
+    args = {"role": "worker", "scheduler_host": "h", "scheduler_port": 9091,
+            "servers": 1, "workers": 1, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        dmlc_env(**args)
+
+
+def test_shell_commands_for_several_machines():
+    lines = shell_commands(PUSHPULL, "10.0.0.1", 9091, ["10.0.0.1"], ["10.0.0.2", "10.0.0.3"],
+                           args=["--rounds", "3"])
+    assert len(lines) == 4
+    assert lines[0].startswith("# on 10.0.0.1 (scheduler)")
+    assert f"-m {SERVER_MODULE}" in lines[1]
+    assert "DMLC_NODE_HOST=10.0.0.3" in lines[3]
+    assert lines[3].endswith(f"python -m {PUSHPULL} --rounds 3")
+    assert all("DMLC_NUM_WORKER=2" in line for line in lines)
+    with pytest.raises(ValueError, match="at least one"):
+        shell_commands(PUSHPULL, "h", 9091, [], ["w"])
+
+
+# -- failures with real processes ---------------------------------------------------------
+def test_worker_that_crashes_at_start_is_reported_and_everything_ends(worker_module):
+    name, env = worker_module("crash_at_start", """
+        raise SystemExit("cannot read the training data")
+    """)
+    with LocalMXCluster(name, workers=2, env=env, ready_timeout=60) as cluster:
+        with pytest.raises(RuntimeError, match="worker-0.*before the cluster formed") as err:
+            cluster.start()
+        assert "cannot read the training data" in str(err.value)
+        pids = cluster.pids()
+    assert cluster.alive() == []
+    assert all(_gone(pid) for pid in pids.values())
+
+
+def test_ready_timeout_raises_and_ends_everything():
+    with LocalMXCluster(PUSHPULL, workers=2, ready_timeout=0.3) as cluster:
+        with pytest.raises(TimeoutError, match="did not reach"):
+            cluster.start()
+        pids = cluster.pids()
+    assert all(_gone(pid) for pid in pids.values())
+
+
+def test_port_taken_between_init_and_start_is_rejected():
+    port = free_port()
+    cluster = LocalMXCluster(PUSHPULL, port=port)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", port))
+        sock.listen()
+        with cluster, pytest.raises(ValueError, match="already in use"):
+            cluster.start()
+    assert cluster.pids() == {}
+
+
+def test_worker_failing_after_the_cluster_formed(worker_module):
+    name, env = worker_module("fail_after_connect", """
+        from helpers.frameworks import import_mxnet
+        mx = import_mxnet()
+        from helpers.mx_worker import connect
+        kv = connect("dist_sync")
+        kv.init(3, mx.nd.zeros((2,)))
+        if kv.rank == 0:
+            raise RuntimeError("out of memory in step 3")
+        kv.push(3, mx.nd.ones((2,)))  # waits for rank 0's push forever
+        out = mx.nd.zeros((2,))
+        kv.pull(3, out=out)
+        out.wait_to_read()
+    """)
+    with LocalMXCluster(name, workers=2, env=env) as cluster:
+        cluster.start()
+        with pytest.raises(RuntimeError, match="worker-. failed with exit code 1") as err:
+            cluster.wait(timeout=60)
+        assert "out of memory in step 3" in str(err.value)
+        assert "scheduler" in cluster.alive()  # it waits for the worker forever...
+    assert cluster.alive() == []  # ...until the with block ends it
+
+
+# -- the real thing -------------------------------------------------------------------------
+def test_dist_sync_push_pull_across_two_workers_and_two_servers(tmp_path):
+    with LocalMXCluster(PUSHPULL, workers=2, servers=2, log_dir=tmp_path,
+                        args=["--rounds", "2", "--sizes-kb", "4"]) as cluster:
+        ready = cluster.start()
+        codes = cluster.wait(timeout=120)
+        results = cluster.results()
+        scheduler_log = cluster.logs()["scheduler"]
+    assert ready > 0
+    assert codes == {name: 0 for name in cluster.task_names()}
+    assert cluster.alive() == []
+    assert sorted(r["rank"] for r in results) == [0, 1]
+    for record in results:
+        # round r: worker k pushes (k + 1) * r everywhere; the servers return the sum
+        assert record["pulled"] == [[[3.0] * 3] * 2, [[6.0] * 3] * 2]
+        assert record["per_key"] == [2.0, 20.0, 200.0, 2000.0]
+        assert record["push_pull"][0]["bytes"] == 4096
+        assert record["push_pull"][0]["median_s"] > 0
+    assert "connected to 2 workers and 2 servers" in scheduler_log
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"{n}.log" for n in cluster.task_names())

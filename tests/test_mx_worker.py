@@ -1,0 +1,63 @@
+import numpy as np
+import pytest
+
+from helpers.mx_worker import (
+    READY,
+    check_worker_env,
+    connect,
+    digest,
+    parse_results,
+    report,
+    time_push_pull,
+)
+
+FULL_ENV = {"DMLC_ROLE": "worker", "DMLC_PS_ROOT_URI": "127.0.0.1", "DMLC_PS_ROOT_PORT": "9091",
+            "DMLC_NUM_SERVER": "1", "DMLC_NUM_WORKER": "2"}
+
+
+class FakeKV:
+    rank, num_workers = 1, 2
+
+
+def test_report_lines_parse_back(capsys):
+    report(FakeKV(), loss=0.25, digest="abc")
+    print("[worker 1] some progress line")
+    report(FakeKV(), step=2)
+    records = parse_results(capsys.readouterr().out)
+    assert records == [{"rank": 1, "num_workers": 2, "loss": 0.25, "digest": "abc"},
+                       {"rank": 1, "num_workers": 2, "step": 2}]
+
+
+def test_ready_marker_is_a_plain_line():
+    assert "\n" not in READY and READY.strip() == READY
+
+
+def test_check_worker_env_names_what_is_missing():
+    check_worker_env(FULL_ENV)
+    partial = {k: v for k, v in FULL_ENV.items() if k != "DMLC_PS_ROOT_PORT"}
+    with pytest.raises(RuntimeError, match="DMLC_PS_ROOT_PORT"):
+        check_worker_env(partial)
+    with pytest.raises(RuntimeError, match="mx_server"):
+        check_worker_env({**FULL_ENV, "DMLC_ROLE": "server"})
+
+
+def test_connect_rejects_unknown_kvstore_and_missing_env(monkeypatch):
+    with pytest.raises(ValueError, match="dist_sync"):
+        connect("local")
+    for name in FULL_ENV:
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(RuntimeError, match="DMLC_ROLE"):
+        connect("dist_sync")
+
+
+def test_digest_sees_every_bit():
+    a = np.arange(6, dtype=np.float32)
+    b = a.copy()
+    assert digest([a, b]) == digest([a.copy(), b.copy()])
+    b[3] = np.nextafter(b[3], np.float32(10))
+    assert digest([a, b]) != digest([a, a])
+
+
+def test_time_push_pull_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="repeat"):
+        time_push_pull(FakeKV(), [1024], repeat=0)
