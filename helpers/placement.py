@@ -20,9 +20,12 @@ captures the descriptors and parses what arrived.
 from __future__ import annotations
 
 import re
+import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TextIO
 
 from helpers.capture import capture_fds
 from helpers.table import Table
@@ -102,15 +105,75 @@ class PlacementLog:
         return table
 
 
+class _EagerLineFilter:
+    """Stands in for ``sys.stdout``: keeps ``Executing op`` lines, passes all other text on.
+
+    Inside a Jupyter kernel TensorFlow hands its eager placement lines to a log listener
+    that writes them through Python's ``sys.stdout`` (the kernel's stream object), not
+    through descriptor 1, so swapping descriptors alone cannot catch them. Text that only
+    might be the start of such a line is held until its line ends.
+    """
+
+    _START = "Executing op "
+
+    def __init__(self, target: TextIO) -> None:
+        self.target = target
+        self.caught: list[str] = []
+        self._pending = ""
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            self._pending += text
+            *lines, self._pending = self._pending.split("\n")
+            for line in lines:
+                if _EAGER_LINE.match(_clean(line)):
+                    self.caught.append(line + "\n")
+                else:
+                    self.target.write(line + "\n")
+            if self._pending and not (self._START.startswith(self._pending)
+                                      or self._pending.startswith(self._START)):
+                self.target.write(self._pending)
+                self._pending = ""
+        return len(text)
+
+    def flush(self) -> None:
+        self.target.flush()
+
+    def finish(self) -> None:
+        """Pass on whatever partial line is still held."""
+        with self._lock:
+            if self._pending:
+                self.target.write(self._pending)
+                self._pending = ""
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.target, name)
+
+
+@contextmanager
+def _filter_python_stdout() -> Iterator[_EagerLineFilter]:
+    original = sys.stdout
+    sys.stdout = stream = _EagerLineFilter(original)  # type: ignore[assignment]
+    try:
+        yield stream
+    finally:
+        stream.finish()
+        sys.stdout = original
+
+
 @contextmanager
 def capture_placement() -> Iterator[PlacementLog]:
     """Capture fds 1 and 2 inside the block and parse the placement lines written there.
 
-    Text that Python code prints inside the block still reaches a Jupyter cell (the kernel
-    does not print through descriptor 1); in a terminal it lands in ``.stdout``.
+    Eager ``Executing op`` lines that TensorFlow writes through Python's ``sys.stdout`` (as
+    it does inside a Jupyter kernel) are caught too. Other text that Python code prints
+    inside the block still reaches a Jupyter cell (the kernel does not print through
+    descriptor 1); in a terminal it lands in ``.stdout``.
     """
     log = PlacementLog()
-    with capture_fds((1, 2)) as captured:
+    with capture_fds((1, 2)) as captured, _filter_python_stdout() as python_stdout:
         yield log
-    log.stdout, log.stderr = captured.stdout, captured.stderr
-    log.records = parse_placement(captured.stdout, captured.stderr)
+    log.stdout = captured.stdout + "".join(python_stdout.caught)
+    log.stderr = captured.stderr
+    log.records = parse_placement(log.stdout, log.stderr)

@@ -56,6 +56,19 @@ def test_table_keeps_only_one_log_when_asked():
     else:
         raise AssertionError("an unknown log kind must be rejected")
 
+
+def test_eager_lines_written_through_python_stdout_are_caught(capsys):
+    from helpers.placement import capture_placement
+
+    line = "Executing op MatMul in device /job:localhost/replica:0/task:0/device:GPU:1"
+    with capture_placement() as log:
+        sys.stdout.write("Executing ")  # a listener may write a line in pieces
+        sys.stdout.write(line[len("Executing "):] + "\n")
+        print("the learner's own output", end="")
+    assert [(r.op, r.short_device, r.via) for r in log.records] == [("MatMul", "GPU:1", "eager")]
+    assert sys.stdout is not None and not hasattr(sys.stdout, "caught")
+    assert capsys.readouterr().out == "the learner's own output"
+
 def test_unrelated_text_gives_no_records():
     assert parse_placement("hello\n[[1, 2]]\n", "W0000 some warning\n") == []
 
