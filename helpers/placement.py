@@ -33,6 +33,8 @@ from helpers.table import Table
 _LOG_PREFIX = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ [^\]]+\] ")
 _GRAPH_LINE = re.compile(r"^(?P<name>\S.*?): \((?P<op>[A-Za-z0-9_]+)\): (?P<device>/job:\S+)$")
 _EAGER_LINE = re.compile(r"^Executing op (?P<op>\S+) in device (?P<device>/job:\S+)$")
+# A Session's device report: "Device mapping: ..." and "/job:...device:GPU:0 -> device: 0, ...".
+_MAPPING_LINE = re.compile(r"^(Device mapping:|/job:\S+ -> device: )")
 
 
 @dataclass(frozen=True)
@@ -106,15 +108,16 @@ class PlacementLog:
 
 
 class _EagerLineFilter:
-    """Stands in for ``sys.stdout``: keeps ``Executing op`` lines, passes all other text on.
+    """Stands in for ``sys.stdout``: keeps TensorFlow's placement lines, passes other text on.
 
-    Inside a Jupyter kernel TensorFlow hands its eager placement lines to a log listener
-    that writes them through Python's ``sys.stdout`` (the kernel's stream object), not
-    through descriptor 1, so swapping descriptors alone cannot catch them. Text that only
-    might be the start of such a line is held until its line ends.
+    Inside a Jupyter kernel TensorFlow hands some log messages (the eager ``Executing op``
+    lines and a ``Session``'s ``Device mapping:`` report) to a log listener that writes
+    them through Python's ``sys.stdout`` (the kernel's stream object), not through
+    descriptor 1, so swapping descriptors alone cannot catch them. Text that only might be
+    the start of such a line is held until its line ends.
     """
 
-    _START = "Executing op "
+    _STARTS = ("Executing op ", "Device mapping:", "/job:")
 
     def __init__(self, target: TextIO) -> None:
         self.target = target
@@ -127,12 +130,14 @@ class _EagerLineFilter:
             self._pending += text
             *lines, self._pending = self._pending.split("\n")
             for line in lines:
-                if _EAGER_LINE.match(_clean(line)):
+                if _EAGER_LINE.match(_clean(line)) or _MAPPING_LINE.match(line):
                     self.caught.append(line + "\n")
                 else:
                     self.target.write(line + "\n")
-            if self._pending and not (self._START.startswith(self._pending)
-                                      or self._pending.startswith(self._START)):
+            if self._pending and not any(
+                start.startswith(self._pending) or self._pending.startswith(start)
+                for start in self._STARTS
+            ):
                 self.target.write(self._pending)
                 self._pending = ""
         return len(text)

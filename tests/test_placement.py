@@ -64,6 +64,7 @@ def test_eager_lines_written_through_python_stdout_are_caught(capsys):
     with capture_placement() as log:
         sys.stdout.write("Executing ")  # a listener may write a line in pieces
         sys.stdout.write(line[len("Executing "):] + "\n")
+        print("Device mapping:\n/job:localhost/replica:0/task:0/device:GPU:0 -> device: 0, name: X")
         print("the learner's own output", end="")
     assert [(r.op, r.short_device, r.via) for r in log.records] == [("MatMul", "GPU:1", "eager")]
     assert sys.stdout is not None and not hasattr(sys.stdout, "caught")
