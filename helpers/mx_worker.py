@@ -30,6 +30,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from helpers.frameworks import import_mxnet
+from helpers.table import Table
 
 READY = "mx-worker ready"
 RESULT_PREFIX = "RESULT "
@@ -102,6 +103,20 @@ def parse_results(text: str) -> list[dict[str, Any]]:
         if line.startswith(RESULT_PREFIX):
             out.append(json.loads(line[len(RESULT_PREFIX):]))
     return out
+
+
+def training_table(records: Sequence[dict[str, Any]]) -> Table:
+    """One row per worker of ``helpers.workers.mx_train`` results (medians over timed steps)."""
+    table = Table(["rank", "task", "kvstore", "local batch", "compute ms", "comm ms",
+                   "timed loop s", "train loss", "test acc", "weights (last pull)",
+                   "weights (after barrier)"])
+    for r in records:
+        table.append([r["rank"], r.get("task"), r["kvstore"], r["local_batch"],
+                      1e3 * statistics.median(r["compute_s"]),
+                      1e3 * statistics.median(r["comm_s"]), r["loop_seconds"],
+                      r["train_loss"], r["test_accuracy"], r["digest_last"],
+                      r["digest_synced"]])
+    return table
 
 
 def digest(arrays: Iterable[Any]) -> str:
