@@ -1,0 +1,435 @@
+"""A TensorFlow cluster of real processes on one machine, described by ``TF_CONFIG``.
+
+TensorFlow's distributed runtime does not care whether its tasks run on eight machines
+or on one: every task is a process with a gRPC server at ``host:port``, and every task
+learns the whole cluster and its own place in it from the ``TF_CONFIG`` environment
+variable. So a lesson can start the very programs that would run on real machines, on
+``127.0.0.1`` with one port each, and the same program later runs unchanged elsewhere.
+
+This module does the bookkeeping around that, on top of
+:class:`helpers.processes.ProcessGroup`:
+
+* :func:`cluster_spec` picks free ports at run time and lays out the jobs;
+* :func:`tf_config` writes the JSON one task reads;
+* :class:`LocalTFCluster` starts the tasks, waits until every task's gRPC port accepts
+  connections (never a fixed sleep), reports a task that crashes or hangs with the end
+  of its log, keeps each task's log (across restarts), kills a task on purpose for
+  fault-tolerance lessons, and ends every process when its ``with`` block ends.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import socket
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from helpers.processes import ProcessGroup, free_ports, port_accepts, python_module_command
+from helpers.table import Table
+
+#: Job names a ``TF_CONFIG`` cluster may hold, in the order tasks are listed and started.
+TASK_TYPES = ("chief", "worker", "ps")
+
+TaskArgs = Callable[[str, int, dict[str, list[str]]], list[str]]
+TaskEnv = Callable[[str, int], dict[str, str]]
+
+_TASK_NAME = re.compile(r"^([a-z]+)-(\d+)$")
+_TF_LOG_LINE = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ \S+\] ")
+
+
+def _check_count(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"the number of {what} must be an int >= 0, not {value!r}")
+    return value
+
+
+def cluster_spec(workers: int, ps: int = 0, chief: int = 0,
+                 host: str = "127.0.0.1") -> dict[str, list[str]]:
+    """``{"chief": [...], "worker": [...], "ps": [...]}`` with a free port for every task.
+
+    Jobs with no tasks are left out, as TensorFlow expects. Ports are picked when this
+    is called, so two clusters built one after the other do not collide.
+    """
+    _check_count(workers, "workers")
+    _check_count(ps, "parameter servers")
+    _check_count(chief, "chiefs")
+    if chief > 1:
+        raise ValueError(f"a TensorFlow cluster has at most one chief, not {chief}")
+    if workers + chief == 0:
+        raise ValueError(
+            "a cluster needs at least one worker (or a chief) to run anything; "
+            "ask for workers=1 or more"
+        )
+    if not isinstance(host, str) or not host:
+        raise ValueError(f"host must be a host name or address, not {host!r}")
+    counts = {"chief": chief, "worker": workers, "ps": ps}
+    ports = iter(free_ports(chief + workers + ps, host))
+    return {job: [f"{host}:{next(ports)}" for _ in range(n)] for job, n in counts.items() if n}
+
+
+def _check_cluster(cluster: Any) -> dict[str, list[str]]:
+    if not isinstance(cluster, dict) or not cluster:
+        raise ValueError(f"a cluster is a non-empty dict of job name -> addresses, not {cluster!r}")
+    for job, addresses in cluster.items():
+        if job not in TASK_TYPES:
+            raise ValueError(
+                f"unknown task type {job!r} in the cluster; use {', '.join(TASK_TYPES)}"
+            )
+        if not isinstance(addresses, list) or not addresses or not all(
+            isinstance(a, str) and re.match(r"^[^:\s]+:\d+$", a) for a in addresses
+        ):
+            raise ValueError(f"job {job!r} needs a non-empty list of 'host:port' strings, "
+                             f"not {addresses!r}")
+    return cluster
+
+
+def tf_config(cluster: dict[str, list[str]], task_type: str, task_index: int) -> str:
+    """The ``TF_CONFIG`` JSON for one task: the whole cluster plus who this task is."""
+    _check_cluster(cluster)
+    if task_type not in TASK_TYPES:
+        raise ValueError(f"unknown task type {task_type!r}; use one of {', '.join(TASK_TYPES)}")
+    if task_type not in cluster:
+        raise ValueError(f"the cluster has no {task_type!r} job; its jobs are {', '.join(cluster)}")
+    n = len(cluster[task_type])
+    if isinstance(task_index, bool) or not isinstance(task_index, int) or not 0 <= task_index < n:
+        raise ValueError(f"{task_type} index must be an int from 0 to {n - 1}, not {task_index!r}")
+    return json.dumps({"cluster": cluster, "task": {"type": task_type, "index": task_index}})
+
+
+def parse_task(name: str) -> tuple[str, int]:
+    """``"worker-1"`` -> ``("worker", 1)``; ValueError for anything else."""
+    match = _TASK_NAME.match(name) if isinstance(name, str) else None
+    if not match or match.group(1) not in TASK_TYPES:
+        raise ValueError(f"a task is named like 'worker-0', 'ps-1' or 'chief-0', not {name!r}")
+    return match.group(1), int(match.group(2))
+
+
+def port_bindable(port: int, host: str = "127.0.0.1") -> bool:
+    """True when a server could listen on ``port`` now.
+
+    Binds with ``SO_REUSEADDR`` as gRPC does, so connections of a task that was just
+    killed (lingering in TIME_WAIT) do not count as "taken"; a live listener does.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+RESOLVERS = ("tf_config", "slurm", "kubernetes")
+
+
+def cluster_resolver(kind: str = "tf_config") -> Any:
+    """TensorFlow's cluster resolver of ``kind``: where a program learns its cluster from.
+
+    ``tf_config`` reads ``TF_CONFIG`` (this module's local clusters, and any launcher
+    that sets it); ``slurm`` reads SLURM's job variables inside ``srun``; ``kubernetes``
+    asks the Kubernetes API (needs the ``kubernetes`` package). The program that uses
+    the resolver is the same in all three cases.
+    """
+    if kind not in RESOLVERS:
+        raise ValueError(f"unknown cluster resolver {kind!r}; use one of {', '.join(RESOLVERS)}")
+    from helpers.frameworks import import_tensorflow  # noqa: PLC0415  (TF only when needed)
+
+    resolvers = import_tensorflow().distribute.cluster_resolver
+    if kind == "slurm":
+        return resolvers.SlurmClusterResolver()
+    if kind == "kubernetes":
+        return resolvers.KubernetesClusterResolver()
+    return resolvers.TFConfigClusterResolver()
+
+
+def describe_exit(code: int | None) -> str:
+    """A human reading of an exit code: running, ok, failed, or the signal that ended it."""
+    if code is None:
+        return "running"
+    if code == 0:
+        return "exit 0 (ok)"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit {code} (failed)"
+
+
+class LocalTFCluster:
+    """Tasks of a TensorFlow cluster as real processes on one machine. A context manager.
+
+    ``module`` is the program every task runs (``python -m module``); each task gets its
+    own ``TF_CONFIG``. ``task_args(task_type, index, cluster)`` may add command-line
+    arguments per task, for flag-style programs (TF1's ``--job_name --task_index
+    --ps_hosts --worker_hosts``). ``env`` is added to every task's environment.
+    """
+
+    def __init__(self, module: str, workers: int, ps: int = 0, chief: int = 0, *,
+                 task_args: TaskArgs | None = None, env: dict[str, str] | None = None,
+                 task_env: TaskEnv | None = None,
+                 log_dir: str | Path | None = None, ready_timeout: float = 60.0,
+                 host: str = "127.0.0.1", set_tf_config: bool = True) -> None:
+        self.command = python_module_command(module)
+        self.module = module
+        if task_args is not None and not callable(task_args):
+            raise ValueError(f"task_args must be a function (type, index, cluster) -> list, "
+                             f"not {task_args!r}")
+        if task_env is not None and not callable(task_env):
+            raise ValueError(f"task_env must be a function (type, index) -> dict, not {task_env!r}")
+        if env is not None and not (isinstance(env, dict) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
+            raise ValueError("env must be a dict of str -> str (environment variables)")
+        if isinstance(ready_timeout, bool) or not isinstance(ready_timeout, (int, float)) \
+                or ready_timeout <= 0:
+            raise ValueError(f"ready_timeout must be seconds > 0, not {ready_timeout!r}")
+        self.cluster: dict[str, list[str]] = cluster_spec(workers, ps, chief, host)
+        self.host = host
+        self.task_args = task_args
+        self.env = dict(env or {})
+        self.task_env = task_env
+        self.ready_timeout = float(ready_timeout)
+        self.set_tf_config = set_tf_config
+        self.group = ProcessGroup("tf-cluster", log_dir)
+        self.ready_seconds: dict[str, float] = {}
+        self.killed_at: dict[str, float] = {}
+        self._earlier_logs: dict[str, list[str]] = {}
+
+    # -- description ---------------------------------------------------------------
+    def task_names(self) -> list[str]:
+        """Every task of the cluster: ``chief-0``, ``worker-0``, ..., ``ps-0``, ..."""
+        return [f"{job}-{i}" for job in TASK_TYPES for i in range(len(self.cluster.get(job, [])))]
+
+    def address(self, task: str) -> str:
+        """``host:port`` of one task."""
+        job, index = self._check_task(task)
+        return self.cluster[job][index]
+
+    def port(self, task: str) -> int:
+        return int(self.address(task).rsplit(":", 1)[1])
+
+    def tf_config(self, task: str) -> str:
+        """The ``TF_CONFIG`` this cluster gives ``task``."""
+        return tf_config(self.cluster, *self._check_task(task))
+
+    def command_of(self, task: str) -> list[str]:
+        """The command line ``task`` runs (the same on a real machine)."""
+        job, index = self._check_task(task)
+        extra = list(self.task_args(job, index, self.cluster)) if self.task_args else []
+        if not all(isinstance(a, str) for a in extra):
+            raise ValueError(f"task_args must return a list of str, got {extra!r} for {task}")
+        return [*self.command, *extra]
+
+    def table(self) -> Table:
+        """One row per task: address, pid, state (running / exit code / signal)."""
+        table = Table(["task", "address", "pid", "state"])
+        for task in self.task_names():
+            proc = self.group.processes.get(task)
+            table.append([task, self.address(task), proc.pid if proc else None,
+                          self._state(task)])
+        return table
+
+    def _check_task(self, task: str) -> tuple[str, int]:
+        job, index = parse_task(task)
+        if task not in self.task_names():
+            raise ValueError(f"no task {task!r} in this cluster; its tasks are "
+                             f"{', '.join(self.task_names())}")
+        return job, index
+
+    def _chosen(self, tasks: Iterable[str] | None) -> list[str]:
+        if isinstance(tasks, str):
+            raise ValueError(f"tasks is a list of task names, e.g. [{tasks!r}]")
+        chosen = self.task_names() if tasks is None else list(tasks)
+        for task in chosen:
+            self._check_task(task)
+        if not chosen:
+            raise ValueError("no tasks given; leave tasks out to use all of them")
+        return chosen
+
+    def _state(self, task: str) -> str:
+        proc = self.group.processes.get(task)
+        return describe_exit(proc.returncode) if proc else "not started"
+
+    def _alive(self, task: str) -> bool:
+        proc = self.group.processes.get(task)
+        return proc is not None and proc.alive
+
+    # -- running -------------------------------------------------------------------
+    def start(self, tasks: list[str] | None = None) -> float:
+        """Start ``tasks`` (all by default) and wait until each one's port accepts.
+
+        Returns the seconds until the last one was ready (per task in
+        ``ready_seconds``). If a task exits first (RuntimeError) or is not ready within
+        ``ready_timeout`` (TimeoutError), the whole cluster is stopped before raising,
+        with the end of that task's log in the message.
+        """
+        chosen = self._chosen(tasks)
+        running = [t for t in chosen if self._alive(t)]
+        if running:
+            raise ValueError(f"{', '.join(running)} already running; use restart(task) "
+                             "to start a task again")
+        taken = [t for t in chosen if not port_bindable(self.port(t), self.host)]
+        if taken:
+            raise ValueError(
+                "port(s) already in use: " + ", ".join(f"{t} {self.address(t)}" for t in taken)
+                + "; end the process holding them or build a new LocalTFCluster (it picks "
+                "free ports)"
+            )
+        commands = {t: self.command_of(t) for t in chosen}
+        began = time.monotonic()
+        try:
+            for task in chosen:
+                self._launch(task, commands[task])
+            self._wait_ready(chosen, began)
+        except BaseException:
+            self.stop()
+            raise
+        return time.monotonic() - began
+
+    def _launch(self, task: str, command: list[str]) -> None:
+        old = self.group.processes.get(task)
+        if old is not None:  # the log file is reused: keep what the last run wrote
+            self._earlier_logs.setdefault(task, []).append(old.log())
+        env = dict(self.env)
+        if self.task_env is not None:
+            extra = self.task_env(*parse_task(task))
+            if not isinstance(extra, dict) or not all(
+                    isinstance(k, str) and isinstance(v, str) for k, v in extra.items()):
+                raise ValueError(f"task_env must return a dict of str -> str, got {extra!r}")
+            env.update(extra)
+        if self.set_tf_config:
+            env["TF_CONFIG"] = self.tf_config(task)
+        self.group.start(task, command, env)
+
+    def _wait_ready(self, tasks: list[str], began: float) -> None:
+        pending = list(tasks)
+        while pending:
+            for task in list(pending):
+                proc = self.group.processes[task]
+                if port_accepts(self.port(task), self.host):
+                    self.ready_seconds[task] = time.monotonic() - began
+                    pending.remove(task)
+                elif not proc.alive:
+                    raise RuntimeError(
+                        f"{task} ({' '.join(proc.args[1:])}) {describe_exit(proc.returncode)} "
+                        f"before its server listened on {self.address(task)}; "
+                        f"end of its log:\n{proc.log_tail()}"
+                    )
+            if pending and time.monotonic() - began > self.ready_timeout:
+                tails = "\n".join(f"--- {t}:\n{self.group.processes[t].log_tail(10)}"
+                                  for t in pending)
+                raise TimeoutError(
+                    f"{', '.join(pending)} not listening after {self.ready_timeout:.0f} s "
+                    f"(ready_timeout); end of their logs:\n{tails}"
+                )
+            if pending:
+                time.sleep(0.05)
+
+    def wait(self, tasks: list[str] | None = None, timeout: float = 120.0) -> dict[str, int]:
+        """Wait until ``tasks`` (all by default) exit; return their exit codes.
+
+        RuntimeError as soon as one exits with a non-zero code (the others would usually
+        wait for it forever), TimeoutError naming the ones still running. Neither stops
+        the other tasks: the caller may restart them; leaving the ``with`` block ends them.
+        """
+        chosen = self._chosen(tasks)
+        never = [t for t in chosen if t not in self.group.processes]
+        if never:
+            raise ValueError(f"{', '.join(never)} never started; call start() first")
+        return self.group.wait(chosen, timeout)
+
+    def wait_for_log(self, task: str, text: str | re.Pattern[str],
+                     timeout: float = 60.0) -> float:
+        """Wait until ``task``'s log (this run) contains ``text`` (a string or a regex).
+
+        Returns the seconds waited; RuntimeError if the task exits first, TimeoutError
+        after ``timeout``, both with the end of its log.
+        """
+        self._check_task(task)
+        proc = self.group.processes.get(task)
+        if proc is None:
+            raise ValueError(f"{task} never started; call start() first")
+        pattern = text if isinstance(text, re.Pattern) else re.compile(re.escape(text))
+        what = f"printing {text!r}" if isinstance(text, str) else f"printing /{text.pattern}/"
+        return self.group.wait_until(proc, lambda: bool(pattern.search(proc.log())), timeout,
+                                     what)
+
+    def kill(self, task: str) -> None:
+        """Fault injection: SIGKILL ``task`` (no clean-up, like a machine that dies)."""
+        self._check_task(task)
+        if not self._alive(task):
+            raise ValueError(f"{task} is not running ({self._state(task)}); nothing to kill")
+        self.killed_at[task] = time.monotonic()
+        self.group.kill(task, signal.SIGKILL)
+
+    def restart(self, task: str) -> float:
+        """Start ``task`` again on its own port (killing it first if it still runs).
+
+        Returns seconds until its port accepts; the earlier run's log is kept in
+        :meth:`logs`. On failure the whole cluster is stopped, as in :meth:`start`.
+        """
+        self._check_task(task)
+        if self._alive(task):
+            self.group.kill(task, signal.SIGKILL)
+        deadline = time.monotonic() + 10.0
+        while not port_bindable(self.port(task), self.host):
+            if time.monotonic() > deadline:
+                raise ValueError(f"port of {task} ({self.address(task)}) is still in use; "
+                                 "end the process holding it")
+            time.sleep(0.05)
+        return self.start([task])
+
+    def exit_codes(self) -> dict[str, int | None]:
+        """Exit code per task: None while running (or never started), < 0 for a signal."""
+        codes = self.group.exit_codes()
+        return {t: codes.get(t) for t in self.task_names()}
+
+    def logs(self) -> dict[str, str]:
+        """Everything each task printed, earlier runs (before a restart) included."""
+        result = {}
+        for task in self.task_names():
+            proc = self.group.processes.get(task)
+            runs = [*self._earlier_logs.get(task, []), proc.log() if proc else ""]
+            result[task] = "\n--- restarted ---\n".join(runs)
+        return result
+
+    def show_logs(self, tasks: list[str] | None = None, last: int | None = None,
+                  tf_lines: bool = True, pattern: str | None = None) -> None:
+        """Print each task's log under a header with its state.
+
+        ``last`` keeps only the last lines of each; ``tf_lines=False`` drops TensorFlow's
+        C++ log lines (``I0000 12:00:00.0 ...] ...``); ``pattern`` (a regex) keeps only
+        the lines it matches, e.g. ``r"^\\[worker"`` for what a program printed itself.
+        """
+        chosen = self._chosen(tasks)
+        if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 1):
+            raise ValueError(f"last must be an int >= 1 or None, not {last!r}")
+        keep = re.compile(pattern) if pattern is not None else None
+        logs = self.logs()
+        for task in chosen:
+            lines = logs[task].splitlines()
+            if not tf_lines:
+                lines = [ln for ln in lines if not _TF_LOG_LINE.match(ln)]
+            if keep is not None:
+                lines = [ln for ln in lines if keep.search(ln)]
+            if last is not None:
+                lines = lines[-last:]
+            print(f"===== {task} [{self._state(task)}] =====")
+            print("\n".join(lines) if lines else "(no output)")
+
+    def stop(self) -> float:
+        """End every task (SIGTERM, then SIGKILL); return the seconds it took. Idempotent."""
+        return self.group.stop()
+
+    def __enter__(self) -> LocalTFCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"LocalTFCluster({self.module!r}, {self.cluster})"

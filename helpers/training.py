@@ -1,0 +1,195 @@
+"""One small model and one custom training step, shared by every multi-process lesson.
+
+The multi-worker lessons compare *strategies*, so the model, the data and the step
+must be the same under each of them: a small Keras 3 CNN on handwritten digits and a
+training step written with ``tf.GradientTape``. A custom loop rather than
+``model.fit`` because, with Keras 3, ``fit`` does not run under
+``MultiWorkerMirroredStrategy`` with two or more workers, nor under
+``ParameterServerStrategy``; the loop below runs under both (and under the default
+strategy in one process).
+
+Data order is a pure function of ``(seed, step)``: a run resumed from a checkpoint at
+step ``s`` sees exactly the batches an uninterrupted run sees from step ``s`` on, which
+is what lets the fault-tolerance lesson assert that nothing was lost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from helpers.data import load_digits
+from helpers.frameworks import import_tensorflow
+
+
+def _check_positive(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{what} must be an int >= 1, not {value!r}")
+    return value
+
+
+def training_arrays(examples: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, str]:
+    """``examples`` digit images (N, H, W, 1) float32 and int labels, plus the data source.
+
+    Takes the first ``examples`` training images of :func:`helpers.data.load_digits`
+    (MNIST when cached, else scikit-learn's digits), repeated if there are fewer.
+    """
+    _check_positive(examples, "examples")
+    digits = load_digits(seed=seed)
+    index = np.arange(examples) % len(digits.x_train)
+    return digits.x_train[index], digits.y_train[index].astype(np.int32), digits.source
+
+
+def build_model(input_shape: tuple[int, ...], classes: int = 10, seed: int = 0) -> Any:
+    """A small Keras 3 CNN (conv, pool, dense) whose initial weights depend on ``seed`` only.
+
+    Build it inside ``strategy.scope()`` so the strategy creates (mirrors, or places on
+    the parameter servers) its variables. Each layer gets its own seeded initializer
+    rather than a global seed, which would also fix every worker's data shuffle.
+    """
+    _check_positive(classes, "classes")
+    import_tensorflow()
+    import keras  # noqa: PLC0415  (after TensorFlow's quiet import)
+
+    def init(i: int) -> Any:
+        return keras.initializers.GlorotUniform(seed=seed * 100 + i)
+
+    return keras.Sequential([
+        keras.Input(shape=tuple(input_shape)),
+        keras.layers.Conv2D(8, 3, padding="same", activation="relu", kernel_initializer=init(0)),
+        keras.layers.MaxPooling2D(2),
+        keras.layers.Flatten(),
+        keras.layers.Dense(32, activation="relu", kernel_initializer=init(1)),
+        keras.layers.Dense(classes, kernel_initializer=init(2)),
+    ])
+
+
+def make_optimizer(learning_rate: float = 0.01) -> Any:
+    """Adam, a Keras 3 optimizer (its slots are created, and mirrored, on first use)."""
+    import keras  # noqa: PLC0415
+
+    return keras.optimizers.Adam(learning_rate)
+
+
+def make_dataset(x: np.ndarray, y: np.ndarray, batch: int, seed: int | None = 0,
+                 start_step: int = 0) -> Any:
+    """Shuffled, repeated batches of ``batch`` examples, starting at batch ``start_step``.
+
+    ``batch`` is the *global* batch under MultiWorkerMirroredStrategy (the strategy
+    splits it between replicas) and one worker's batch under ParameterServerStrategy.
+    Sharding between workers is by data (each worker takes its part of every batch), so
+    it works without input files. ``seed=None`` shuffles differently in every process
+    (ParameterServerStrategy: each worker reads its own copy of the data set), as long
+    as no global seed is set (``tf.random.set_seed``, ``keras.utils.set_random_seed``).
+    """
+    _check_positive(batch, "batch")
+    if isinstance(start_step, bool) or not isinstance(start_step, int) or start_step < 0:
+        raise ValueError(f"start_step must be an int >= 0, not {start_step!r}")
+    if len(x) != len(y):
+        raise ValueError(f"{len(x)} images but {len(y)} labels")
+    if batch > len(x):
+        raise ValueError(f"batch {batch} is larger than the {len(x)} examples")
+    tf = import_tensorflow()
+    dataset = (tf.data.Dataset.from_tensor_slices((x, y))
+               .shuffle(len(x), seed=seed, reshuffle_each_iteration=True)
+               .repeat()
+               .batch(batch, drop_remainder=True)
+               .skip(start_step))
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    options.deterministic = True
+    return dataset.with_options(options)
+
+
+def make_update_counter() -> Any:
+    """A step counter that every update increments once (create it in ``strategy.scope()``).
+
+    ``ONLY_FIRST_REPLICA`` makes one increment per synchronous step under mirrored
+    strategies; under ParameterServerStrategy it lives on a parameter server and each
+    worker's ``assign_add`` is atomic, so it counts every asynchronous update exactly.
+    It is also the step number a checkpoint stores.
+    """
+    tf = import_tensorflow()
+    return tf.Variable(0, dtype=tf.int64, trainable=False, name="updates",
+                       aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+
+
+def make_step_fn(model: Any, optimizer: Any, global_batch: int,
+                 counter: Any) -> Callable[[Any, Any], Any]:
+    """The per-replica step: forward, loss averaged over the *global* batch, backward, update.
+
+    Dividing by the global batch (``tf.nn.compute_average_loss``) rather than by the
+    replica's own batch is what makes the summed gradients of all replicas equal the
+    gradient of one big batch. Keras 3's optimizer all-reduces the gradients itself when
+    it runs in a replica context.
+
+    Returns ``(loss, staleness)``. The step reads ``counter`` before it reads the weights
+    and increments it after its update has landed; staleness is how many updates
+    *other* workers applied in between (always 0 when training is synchronous).
+    """
+    _check_positive(global_batch, "global_batch")
+    tf = import_tensorflow()
+    import keras  # noqa: PLC0415
+
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+    variables = model.trainable_variables
+
+    def step_fn(x: Any, y: Any) -> Any:
+        version_read = counter.read_value()
+        with tf.control_dependencies([version_read]):  # weights are read after the counter
+            x = tf.identity(x)
+        with tf.GradientTape() as tape:
+            logits = model(x, training=True)
+            loss = tf.nn.compute_average_loss(loss_fn(y, logits), global_batch_size=global_batch)
+        grads = tape.gradient(loss, variables)
+        optimizer.apply_gradients(list(zip(grads, variables, strict=True)))
+        # Reading a variable is ordered after the update of that variable, and the
+        # counter moves only after those reads: after this step's update has landed.
+        landed = [tf.identity(getattr(v, "value", v)) for v in variables]
+        with tf.control_dependencies(landed):
+            version_after = counter.assign_add(1)
+        return loss, version_after - 1 - version_read
+
+    return step_fn
+
+
+def make_train_step(strategy: Any, model: Any, optimizer: Any, global_batch: int,
+                    counter: Any) -> Callable[[Any], Any]:
+    """One distributed training step as a ``tf.function`` taking a (distributed) iterator.
+
+    ``strategy.run`` runs the step on every replica with its part of the batch;
+    ``strategy.reduce(SUM)`` adds the replicas' losses (each already divided by the
+    global batch) into the loss of the whole batch. Returns ``(loss, staleness)``.
+    """
+    tf = import_tensorflow()
+    step_fn = make_step_fn(model, optimizer, global_batch, counter)
+
+    @tf.function
+    def train_step(iterator: Any) -> Any:
+        x, y = next(iterator)
+        loss, staleness = strategy.run(step_fn, args=(x, y))
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
+        staleness = strategy.reduce(  # the same on every replica: the mean is that value
+            tf.distribute.ReduceOp.MEAN, tf.cast(staleness, tf.float32), axis=None)
+        return loss, tf.cast(tf.round(staleness), tf.int64)
+
+    return train_step
+
+
+def weights_checksum(model_or_weights: Any) -> str:
+    """SHA-256 of all weights' bytes (first 16 hex digits): equal only if bit-identical."""
+    weights = (model_or_weights.get_weights() if hasattr(model_or_weights, "get_weights")
+               else model_or_weights)
+    digest = hashlib.sha256()
+    for w in weights:
+        digest.update(np.ascontiguousarray(np.asarray(w)).tobytes())
+    return digest.hexdigest()[:16]
+
+
+def accuracy(model: Any, x: np.ndarray, y: np.ndarray) -> float:
+    """Fraction of ``x`` the model classifies right (evaluated on this process's device)."""
+    logits = np.asarray(model(x, training=False))
+    return float(np.mean(np.argmax(logits, axis=1) == y))

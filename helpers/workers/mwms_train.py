@@ -1,0 +1,194 @@
+"""One worker of synchronous multi-worker training (MultiWorkerMirroredStrategy).
+
+Every worker runs this same program. It learns the cluster and its own place in it from
+``TF_CONFIG`` (or SLURM / Kubernetes with ``--resolver``), builds the strategy, the
+model and the optimizer, and trains with a custom loop; after every step the workers'
+gradients have been summed by a collective all-reduce, so their weights stay identical.
+Worker 0 is the chief: it writes the checkpoints that a restarted cluster resumes from.
+
+On two real machines (each with this repository installed) run, on machine A:
+
+    TF_CONFIG='{"cluster": {"worker": ["a.example:12345", "b.example:12345"]},
+                "task": {"type": "worker", "index": 0}}' \\
+        python -m helpers.workers.mwms_train --steps 100 --checkpoint-dir /shared/ckpt
+
+and the same on machine B with ``"index": 1``. The checkpoint directory must be one both
+can read (a shared file system or a bucket) for a restart to resume.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from helpers.frameworks import import_tensorflow
+from helpers.tf_cluster import RESOLVERS, cluster_resolver
+from helpers.training import (
+    build_model,
+    make_dataset,
+    make_optimizer,
+    make_train_step,
+    make_update_counter,
+    training_arrays,
+    weights_checksum,
+)
+
+#: Exit code of a worker that lost a peer (EX_TEMPFAIL: "try again", i.e. restart).
+EXIT_PEER_LOST = 75
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=30, help="total training steps planned")
+    parser.add_argument("--batch-per-replica", type=int, default=32)
+    parser.add_argument("--examples", type=int, default=1024, help="training examples used")
+    parser.add_argument("--learning-rate", type=float, default=0.01)
+    parser.add_argument("--seed", type=int, default=0, help="weights and data order")
+    parser.add_argument("--checkpoint-dir", default="",
+                        help="save here every --checkpoint-every steps and resume from here")
+    parser.add_argument("--checkpoint-every", type=int, default=5)
+    parser.add_argument("--out-dir", default="", help="write worker-<i>.json with the results")
+    parser.add_argument("--timeout", type=float, default=30.0,
+                        help="seconds a collective may wait for a peer before failing")
+    parser.add_argument("--try-fit", action="store_true",
+                        help="first try Keras model.fit under the strategy and report the result")
+    parser.add_argument("--resolver", choices=RESOLVERS, default="tf_config")
+    args = parser.parse_args(argv)
+    for name in ("steps", "batch_per_replica", "examples", "checkpoint_every"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1")
+    if args.resolver == "tf_config" and not os.environ.get("TF_CONFIG"):
+        parser.error("TF_CONFIG is not set: this program needs to know its cluster and task")
+    return args
+
+
+def make_strategy(tf: Any, resolver: Any, timeout: float) -> Any:
+    """MWMS with RING all-reduce on CPUs and NCCL on GPUs, and a timeout on collectives.
+
+    The timeout turns a dead peer into an error on the survivors instead of a hang.
+    """
+    gpus = tf.config.list_physical_devices("GPU")
+    for gpu in gpus:  # several workers may share one GPU on a single machine
+        tf.config.experimental.set_memory_growth(gpu, True)
+    implementation = (tf.distribute.experimental.CommunicationImplementation.NCCL if gpus
+                      else tf.distribute.experimental.CommunicationImplementation.RING)
+    options = tf.distribute.experimental.CommunicationOptions(
+        implementation=implementation, timeout_seconds=timeout)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(
+        cluster_resolver=resolver, communication_options=options)
+    return strategy, implementation.name
+
+
+def try_fit(tf: Any, strategy: Any, x: Any, y: Any, global_batch: int, say: Any) -> None:
+    """Run one step of Keras ``model.fit`` under the strategy and report what happens."""
+    import keras  # noqa: PLC0415
+
+    with strategy.scope():
+        model = build_model(x.shape[1:], seed=1)
+        model.compile(optimizer="adam",
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    try:
+        model.fit(make_dataset(x, y, global_batch), steps_per_epoch=1, epochs=1, verbose=0)
+    except Exception as error:  # noqa: BLE001  (the failure is what we report)
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        say(f"model.fit FAILED with {type(error).__name__}: {first[:300]}")
+    else:
+        say("model.fit worked")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    tf = import_tensorflow()
+    peer_lost = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError,
+                 tf.errors.AbortedError, tf.errors.CancelledError)
+    resolver = cluster_resolver(args.resolver)
+    strategy, collective = make_strategy(tf, resolver, args.timeout)
+    task_type, task_id = strategy.cluster_resolver.task_type, strategy.cluster_resolver.task_id
+    name = f"{task_type}-{task_id}"
+    is_chief = task_type == "chief" or (task_type == "worker" and task_id == 0
+                                        and "chief" not in resolver.cluster_spec().jobs)
+
+    def say(text: str) -> None:
+        print(f"[{name}] {text}", flush=True)
+
+    replicas = strategy.num_replicas_in_sync
+    global_batch = args.batch_per_replica * replicas
+    say(f"cluster {resolver.cluster_spec().as_dict()}; {replicas} replicas in sync, "
+        f"collective {collective}, global batch {global_batch}")
+    x, y, source = training_arrays(args.examples, seed=args.seed)
+    if args.try_fit:
+        try_fit(tf, strategy, x, y, global_batch, say)
+
+    with strategy.scope():
+        model = build_model(x.shape[1:], seed=args.seed)
+        optimizer = make_optimizer(args.learning_rate)
+        step = make_update_counter()  # +1 per step, inside the train step
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step)
+    manager = None
+    if args.checkpoint_dir:
+        # Every worker saves (the variables' values are gathered collectively), but only
+        # the chief's copy is kept; the others write to a private folder and delete it.
+        latest = tf.train.latest_checkpoint(args.checkpoint_dir)
+        if latest:
+            checkpoint.restore(latest)
+            say(f"resumed from {Path(latest).name} at step {int(step.numpy())}")
+        write_dir = args.checkpoint_dir if is_chief else os.path.join(
+            args.checkpoint_dir, f"tmp-{name}")
+        manager = tf.train.CheckpointManager(checkpoint, write_dir, max_to_keep=2)
+    start_step = int(step.numpy())
+    if start_step == 0:
+        say(f"starting from scratch on {source}")
+
+    dataset = make_dataset(x, y, global_batch, seed=args.seed, start_step=start_step)
+    iterator = iter(strategy.experimental_distribute_dataset(dataset))
+    train_step = make_train_step(strategy, model, optimizer, global_batch, step)
+
+    losses: dict[int, float] = {}
+    stale: dict[int, int] = {}
+    began = time.monotonic()
+    s = start_step
+    try:
+        for s in range(start_step + 1, args.steps + 1):
+            loss, staleness = train_step(iterator)
+            losses[s] = float(loss)
+            stale[s] = int(staleness)
+            say(f"step {s}/{args.steps} loss {float(loss):.4f} staleness {int(staleness)}")
+            if manager is not None and (s % args.checkpoint_every == 0 or s == args.steps):
+                manager.save(checkpoint_number=s)
+                say(f"checkpoint saved at step {s}")
+    except peer_lost as error:
+        # A peer died: this process's collectives can never complete again. Say so in
+        # one line and exit with a distinct code, so a launcher knows to restart the
+        # whole cluster (which resumes from the chief's last checkpoint).
+        lines = [ln for ln in str(error).splitlines() if "unhealthy" in ln or "aborted" in ln]
+        say(f"lost a peer during step {s}: {type(error).__name__}: "
+            f"{(lines or [str(error).splitlines()[0]])[0].strip()}")
+        say(f"exiting with code {EXIT_PEER_LOST}: restart the cluster to resume")
+        sys.stdout.flush()
+        os._exit(EXIT_PEER_LOST)  # skip TF's shutdown barrier, which waits for the dead peer
+    seconds = time.monotonic() - began
+    if manager is not None and not is_chief:
+        shutil.rmtree(os.path.join(args.checkpoint_dir, f"tmp-{name}"), ignore_errors=True)
+
+    checksum = weights_checksum(model)
+    say(f"done: steps {start_step + 1}..{args.steps}, weights checksum {checksum}")
+    if args.out_dir:
+        Path(args.out_dir).mkdir(parents=True, exist_ok=True)
+        summary = {"task": name, "is_chief": is_chief, "replicas": replicas,
+                   "collective": collective, "global_batch": global_batch,
+                   "start_step": start_step, "end_step": args.steps, "losses": losses,
+                   "staleness": stale,
+                   "checksum": checksum, "seconds": seconds, "data": source}
+        out = Path(args.out_dir) / f"{name}.json"
+        out.write_text(json.dumps(summary, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

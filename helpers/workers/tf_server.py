@@ -1,0 +1,48 @@
+"""A plain TensorFlow server task: start a gRPC server for this task and serve forever.
+
+Parameter servers and the workers of ``ParameterServerStrategy`` run no program of
+their own: the coordinator sends them functions to run and variables to hold. All such
+a task needs is a ``tf.distribute.Server`` for its place in the cluster, joined so the
+process stays alive. The same file runs on a real machine:
+
+    TF_CONFIG='{"cluster": {...}, "task": {"type": "ps", "index": 0}}' \\
+        python -m helpers.workers.tf_server
+
+(``--resolver slurm`` inside ``srun`` takes the cluster from SLURM instead.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from helpers.frameworks import import_tensorflow
+from helpers.tf_cluster import RESOLVERS, cluster_resolver
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--resolver", choices=RESOLVERS, default="tf_config",
+                        help="where the cluster comes from (default: TF_CONFIG)")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="inter-op threads of this task (0: TensorFlow's choice)")
+    args = parser.parse_args(argv)
+    if args.resolver == "tf_config" and not os.environ.get("TF_CONFIG"):
+        parser.error("TF_CONFIG is not set: this program needs to know its cluster and task")
+
+    tf = import_tensorflow()
+    resolver = cluster_resolver(args.resolver)
+    if args.threads:
+        tf.config.threading.set_inter_op_parallelism_threads(args.threads)
+    server = tf.distribute.Server(
+        resolver.cluster_spec(), job_name=resolver.task_type, task_index=resolver.task_id,
+        protocol=resolver.rpc_layer or "grpc", start=True,
+    )
+    print(f"{resolver.task_type}:{resolver.task_id} serving at {server.target}", flush=True)
+    server.join()  # serves until the process is ended
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

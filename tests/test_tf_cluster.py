@@ -1,0 +1,365 @@
+"""Tests of helpers.tf_cluster: cluster layout, TF_CONFIG, and the local cluster's life cycle.
+
+Most tests run a tiny stand-in worker (no TensorFlow, starts in milliseconds) that reads
+TF_CONFIG and listens on its port like a TensorFlow server; its FAKE_MODE variable makes
+it crash, hang, or exit on purpose. One test starts the real ``tf_server`` program.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import textwrap
+import time
+
+import pytest
+
+from helpers.tf_cluster import (
+    LocalTFCluster,
+    cluster_resolver,
+    cluster_spec,
+    describe_exit,
+    parse_task,
+    port_bindable,
+    tf_config,
+)
+
+FAKE_WORKER = textwrap.dedent("""
+    import json, os, socket, sys, time
+    config = json.loads(os.environ["TF_CONFIG"])
+    task = config["task"]
+    host, port = config["cluster"][task["type"]][task["index"]].rsplit(":", 1)
+    mode = os.environ.get("FAKE_MODE", "serve")
+    print("task", task["type"], task["index"], "args", sys.argv[1:],
+          "color", os.environ.get("COLOR", "-"), flush=True)
+    if mode == "crash" and task["index"] == int(os.environ.get("FAKE_WHO", "0")):
+        print("boom: cannot start", flush=True)
+        sys.exit(3)
+    if mode == "hang":
+        time.sleep(60)
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind((host, int(port)))
+    server.listen()
+    print("listening on", port, flush=True)
+    if mode == "exit":
+        code = int(os.environ.get("FAKE_CODE", "0")) if task["index"] == 0 else 0
+        time.sleep(0.3)
+        print("done", flush=True)
+        sys.exit(code)
+    while True:
+        connection, _ = server.accept()
+        connection.close()
+""")
+
+
+@pytest.fixture
+def fake_module(tmp_path, monkeypatch):
+    """A worker module `fake_tf_worker` importable here and in the children."""
+    (tmp_path / "fake_tf_worker.py").write_text(FAKE_WORKER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    return "fake_tf_worker", {"PYTHONPATH": path}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by anyone) counts as ended
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _pids(cluster: LocalTFCluster) -> list[int]:
+    return [p.pid for p in cluster.group.processes.values()]
+
+
+# -- cluster_spec and tf_config ----------------------------------------------------------
+
+def test_cluster_spec_lays_out_jobs_with_distinct_free_ports():
+    spec = cluster_spec(workers=2, ps=1, chief=1)
+    assert list(spec) == ["chief", "worker", "ps"]
+    assert [len(spec[j]) for j in spec] == [1, 2, 1]
+    addresses = [a for job in spec.values() for a in job]
+    assert all(a.startswith("127.0.0.1:") for a in addresses)
+    ports = [int(a.split(":")[1]) for a in addresses]
+    assert len(set(ports)) == 4 and all(port_bindable(p) for p in ports)
+
+
+def test_cluster_spec_leaves_out_empty_jobs():
+    assert list(cluster_spec(workers=3)) == ["worker"]
+    assert list(cluster_spec(workers=0, chief=1)) == ["chief"]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"workers": 0}, "at least one worker"),
+    ({"workers": -1}, "workers"),
+    ({"workers": 2, "ps": -1}, "parameter servers"),
+    ({"workers": 2, "chief": 2}, "at most one chief"),
+    ({"workers": True}, "workers"),
+    ({"workers": 1.5}, "workers"),
+    ({"workers": 1, "host": ""}, "host"),
+])
+def test_cluster_spec_rejects_bad_counts(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        cluster_spec(**kwargs)
+
+
+def test_tf_config_names_cluster_and_task():
+    spec = cluster_spec(workers=2, ps=1)
+    config = json.loads(tf_config(spec, "worker", 1))
+    assert config == {"cluster": spec, "task": {"type": "worker", "index": 1}}
+
+
+@pytest.mark.parametrize("task_type, index, message", [
+    ("evaluator", 0, "unknown task type"),
+    ("master", 0, "unknown task type"),
+    ("chief", 0, "no 'chief' job"),
+    ("worker", 2, "index must be"),
+    ("worker", -1, "index must be"),
+    ("worker", "0", "index must be"),
+])
+def test_tf_config_rejects_unknown_tasks(task_type, index, message):
+    spec = cluster_spec(workers=2, ps=1)
+    with pytest.raises(ValueError, match=message):
+        tf_config(spec, task_type, index)
+
+
+@pytest.mark.parametrize("cluster", [{}, {"boss": ["127.0.0.1:1"]}, {"worker": []},
+                                     {"worker": ["no-port"]}, ["127.0.0.1:1"]])
+def test_tf_config_rejects_malformed_clusters(cluster):
+    with pytest.raises(ValueError):
+        tf_config(cluster, "worker", 0)
+
+
+def test_parse_task():
+    assert parse_task("worker-1") == ("worker", 1)
+    assert parse_task("ps-0") == ("ps", 0)
+    for bad in ("worker", "worker-x", "boss-0", "", None, "worker_1"):
+        with pytest.raises(ValueError, match="named like"):
+            parse_task(bad)
+
+
+def test_describe_exit():
+    assert describe_exit(None) == "running"
+    assert describe_exit(0) == "exit 0 (ok)"
+    assert describe_exit(75) == "exit 75 (failed)"
+    assert describe_exit(-9) == "killed by SIGKILL"
+
+
+def test_cluster_resolver_rejects_unknown_kind():
+    with pytest.raises(ValueError, match="unknown cluster resolver"):
+        cluster_resolver("yarn")
+
+
+# -- LocalTFCluster: bad input ------------------------------------------------------------
+
+def test_missing_worker_program_is_a_clear_error():
+    with pytest.raises(ValueError, match="no Python module 'helpers.workers.nope'"):
+        LocalTFCluster("helpers.workers.nope", workers=2)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"workers": 0}, "at least one worker"),
+    ({"workers": 2, "ps": -1}, "parameter servers"),
+    ({"workers": 2, "task_args": ["--x"]}, "task_args must be a function"),
+    ({"workers": 2, "task_env": {"A": "1"}}, "task_env must be a function"),
+    ({"workers": 2, "env": {"A": 1}}, "env must be a dict"),
+    ({"workers": 2, "ready_timeout": 0}, "ready_timeout"),
+])
+def test_bad_cluster_arguments(fake_module, kwargs, message):
+    module, _ = fake_module
+    with pytest.raises(ValueError, match=message):
+        LocalTFCluster(module, **kwargs)
+
+
+def test_unknown_task_names_are_rejected(fake_module):
+    module, env = fake_module
+    with LocalTFCluster(module, workers=2, env=env) as cluster:
+        for call in (lambda: cluster.start(["ps-0"]), lambda: cluster.kill("worker-2"),
+                     lambda: cluster.restart("chief-0"), lambda: cluster.start("worker-0"),
+                     lambda: cluster.wait(["evaluator-0"]), lambda: cluster.start([])):
+            with pytest.raises(ValueError):
+                call()
+        assert cluster.group.processes == {}
+
+
+def test_port_already_taken_is_reported_and_nothing_starts(fake_module):
+    module, env = fake_module
+    with LocalTFCluster(module, workers=2, env=env) as cluster:
+        holder = socket.socket()
+        holder.bind(("127.0.0.1", cluster.port("worker-1")))
+        holder.listen()
+        try:
+            with pytest.raises(ValueError, match=r"already in use: worker-1 127\.0\.0\.1:\d+"):
+                cluster.start()
+        finally:
+            holder.close()
+        assert cluster.group.processes == {}
+
+
+def test_worker_crashing_at_start_stops_the_cluster(fake_module):
+    module, env = fake_module
+    cluster = LocalTFCluster(module, workers=2, ps=1,
+                             env={**env, "FAKE_MODE": "crash", "FAKE_WHO": "1"})
+    with cluster, pytest.raises(RuntimeError) as info:
+        cluster.start()
+    message = str(info.value)
+    assert "exit 3 (failed)" in message and "boom: cannot start" in message
+    assert message.startswith("worker-1") or "worker-1" in message.splitlines()[0]
+    assert not any(_alive(pid) for pid in _pids(cluster))
+
+
+def test_worker_that_never_listens_times_out_and_is_ended(fake_module):
+    module, env = fake_module
+    cluster = LocalTFCluster(module, workers=1, env={**env, "FAKE_MODE": "hang"},
+                             ready_timeout=1.0)
+    began = time.monotonic()
+    with cluster, pytest.raises(TimeoutError, match="worker-0 not listening after 1 s"):
+        cluster.start()
+    assert time.monotonic() - began < 10
+    assert not any(_alive(pid) for pid in _pids(cluster))
+
+
+def test_starting_a_running_task_again_is_refused(fake_module):
+    module, env = fake_module
+    with LocalTFCluster(module, workers=1, env=env) as cluster:
+        cluster.start()
+        with pytest.raises(ValueError, match="already running; use restart"):
+            cluster.start()
+
+
+# -- LocalTFCluster: life cycle -----------------------------------------------------------
+
+def test_start_gives_each_task_its_tf_config_args_and_env(fake_module):
+    module, env = fake_module
+    cluster = LocalTFCluster(
+        module, workers=2, ps=1, env=env,
+        task_args=lambda job, i, spec: [f"--job_name={job}", f"--task_index={i}",
+                                        f"--ps_hosts={','.join(spec['ps'])}"],
+        task_env=lambda job, i: {"COLOR": f"{job}{i}"},
+    )
+    with cluster:
+        assert cluster.task_names() == ["worker-0", "worker-1", "ps-0"]
+        seconds = cluster.start()
+        assert 0 < seconds < 60
+        assert set(cluster.ready_seconds) == set(cluster.task_names())
+        cluster.wait_for_log("ps-0", "listening on")
+        logs = cluster.logs()
+        assert "task worker 1 args ['--job_name=worker', '--task_index=1'" in logs["worker-1"]
+        assert f"--ps_hosts={cluster.address('ps-0')}" in logs["worker-0"]
+        assert "color ps0" in logs["ps-0"]
+        assert cluster.exit_codes() == {t: None for t in cluster.task_names()}
+        assert cluster.table().column("state") == ["running"] * 3
+        pids = _pids(cluster)
+        assert all(_alive(p) for p in pids)
+    assert not any(_alive(p) for p in pids)
+    assert all(code is not None and code < 0 for code in cluster.exit_codes().values())
+
+
+def test_wait_returns_exit_codes(fake_module):
+    module, env = fake_module
+    with LocalTFCluster(module, workers=2, env={**env, "FAKE_MODE": "exit"}) as cluster:
+        cluster.start()
+        assert cluster.wait(timeout=30) == {"worker-0": 0, "worker-1": 0}
+        assert cluster.table().column("state") == ["exit 0 (ok)"] * 2
+
+
+def test_wait_reports_a_failed_task(fake_module):
+    module, env = fake_module
+    env = {**env, "FAKE_MODE": "exit", "FAKE_CODE": "75"}
+    with LocalTFCluster(module, workers=2, env=env) as cluster:
+        cluster.start()
+        with pytest.raises(RuntimeError, match="worker-0 failed with exit code 75"):
+            cluster.wait(timeout=30)
+
+
+def test_wait_times_out_naming_running_tasks(fake_module):
+    module, env = fake_module
+    with LocalTFCluster(module, workers=1, env=env) as cluster:
+        cluster.start()
+        with pytest.raises(TimeoutError, match="worker-0"):
+            cluster.wait(timeout=0.3)
+        with pytest.raises(TimeoutError, match="printing 'never printed'"):
+            cluster.wait_for_log("worker-0", "never printed", timeout=0.3)
+
+
+def test_kill_and_restart_on_the_same_port_keeps_the_old_log(fake_module, capsys):
+    module, env = fake_module
+    with LocalTFCluster(module, workers=2, env=env) as cluster:
+        cluster.start()
+        port = cluster.port("worker-1")
+        old_pid = cluster.group.processes["worker-1"].pid
+        cluster.kill("worker-1")
+        assert cluster.exit_codes()["worker-1"] == -9
+        assert "worker-1" in cluster.killed_at
+        with pytest.raises(ValueError, match="not running"):
+            cluster.kill("worker-1")
+        assert cluster.restart("worker-1") > 0
+        assert cluster.port("worker-1") == port
+        assert cluster.group.processes["worker-1"].pid != old_pid
+        cluster.wait_for_log("worker-1", "listening on")
+        log = cluster.logs()["worker-1"]
+        assert log.count("listening on") == 2 and "--- restarted ---" in log
+        cluster.show_logs(["worker-1"], last=1)
+        shown = capsys.readouterr().out
+        assert shown.splitlines()[0] == "===== worker-1 [running] ====="
+        assert shown.splitlines()[1].startswith("listening on")
+
+
+def test_show_logs_filters(fake_module, capsys):
+    module, env = fake_module
+    with LocalTFCluster(module, workers=1, env=env) as cluster:
+        cluster.start()
+        cluster.wait_for_log("worker-0", "listening")
+        cluster.show_logs(pattern=r"^listening")
+        lines = capsys.readouterr().out.splitlines()
+        assert len(lines) == 2 and lines[1].startswith("listening on")
+        with pytest.raises(ValueError, match="last"):
+            cluster.show_logs(last=0)
+
+
+def test_interrupt_inside_the_block_ends_every_process(fake_module):
+    module, env = fake_module
+    cluster = LocalTFCluster(module, workers=2, ps=1, env=env)
+    with pytest.raises(KeyboardInterrupt), cluster:
+        cluster.start()
+        pids = _pids(cluster)
+        raise KeyboardInterrupt
+    assert not any(_alive(p) for p in pids)
+
+
+def test_stop_is_idempotent(fake_module):
+    module, env = fake_module
+    cluster = LocalTFCluster(module, workers=1, env=env)
+    cluster.start()
+    assert cluster.stop() >= 0
+    assert cluster.stop() >= 0
+    assert not any(_alive(p) for p in _pids(cluster))
+
+
+# -- the real TensorFlow server ------------------------------------------------------------
+
+def test_tf_server_task_serves_until_stopped():
+    with LocalTFCluster("helpers.workers.tf_server", workers=1, ps=1,
+                        ready_timeout=120) as cluster:
+        cluster.start()
+        cluster.wait_for_log("ps-0", "serving at grpc://", timeout=60)
+        assert f"ps:0 serving at grpc://{cluster.address('ps-0')}" in cluster.logs()["ps-0"]
+        pids = _pids(cluster)
+    assert not any(_alive(p) for p in pids)
+
+
+def test_tf_server_refuses_to_run_without_tf_config():
+    import subprocess  # noqa: PLC0415
+
+    env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+    result = subprocess.run([sys.executable, "-m", "helpers.workers.tf_server"], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "TF_CONFIG is not set" in result.stderr

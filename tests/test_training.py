@@ -1,0 +1,136 @@
+"""Tests of helpers.training (model, data order, custom step) and the MWMS worker's flags."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers.frameworks import import_tensorflow
+from helpers.training import (
+    build_model,
+    make_dataset,
+    make_optimizer,
+    make_step_fn,
+    make_train_step,
+    make_update_counter,
+    training_arrays,
+    weights_checksum,
+)
+from helpers.workers import mwms_train
+
+
+@pytest.fixture(scope="module")
+def arrays():
+    return training_arrays(256)
+
+
+def test_training_arrays_shapes(arrays):
+    x, y, source = arrays
+    assert x.shape[0] == y.shape[0] == 256 and x.ndim == 4 and x.shape[-1] == 1
+    assert x.dtype == np.float32 and y.dtype == np.int32
+    assert 0.0 <= x.min() and x.max() <= 1.0 and set(np.unique(y)) <= set(range(10))
+    assert "digits" in source or "MNIST" in source
+
+
+def test_training_arrays_repeat_when_asked_for_more(arrays):
+    x, y, _ = training_arrays(5000)
+    assert len(x) == 5000 and np.array_equal(x[:256], arrays[0])
+
+
+@pytest.mark.parametrize("examples", [0, -3, 2.5, True])
+def test_training_arrays_rejects_bad_counts(examples):
+    with pytest.raises(ValueError, match="examples"):
+        training_arrays(examples)
+
+
+def _batches(dataset, n):
+    return [(x.numpy(), y.numpy()) for x, y in dataset.take(n)]
+
+
+def test_data_order_depends_only_on_seed_and_step(arrays):
+    x, y, _ = arrays
+    first = _batches(make_dataset(x, y, 32, seed=3), 12)  # 12 batches > one epoch of 8
+    again = _batches(make_dataset(x, y, 32, seed=3), 12)
+    resumed = _batches(make_dataset(x, y, 32, seed=3, start_step=10), 2)
+    other = _batches(make_dataset(x, y, 32, seed=4), 1)
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(first, again, strict=True))
+    assert np.array_equal(resumed[0][1], first[10][1])
+    assert np.array_equal(resumed[1][0], first[11][0])
+    assert not np.array_equal(other[0][0], first[0][0])
+    assert first[0][0].shape == (32, *x.shape[1:])
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"batch": 0}, "batch"),
+    ({"batch": 1000}, "larger than"),
+    ({"batch": 8, "start_step": -1}, "start_step"),
+])
+def test_make_dataset_rejects_bad_input(arrays, kwargs, message):
+    x, y, _ = arrays
+    with pytest.raises(ValueError, match=message):
+        make_dataset(x, y, **kwargs)
+
+
+def test_make_dataset_rejects_mismatched_arrays(arrays):
+    x, y, _ = arrays
+    with pytest.raises(ValueError, match="labels"):
+        make_dataset(x, y[:10], 8)
+
+
+def test_initial_weights_depend_on_the_seed_only(arrays):
+    shape = arrays[0].shape[1:]
+    assert weights_checksum(build_model(shape, seed=0)) == weights_checksum(build_model(shape))
+    assert weights_checksum(build_model(shape, seed=1)) != weights_checksum(build_model(shape))
+    with pytest.raises(ValueError, match="classes"):
+        build_model(shape, classes=0)
+
+
+def test_weights_checksum_sees_a_single_changed_value():
+    weights = [np.zeros((3, 3), np.float32), np.ones(4, np.float32)]
+    before = weights_checksum(weights)
+    weights[1][2] = np.nextafter(np.float32(1), np.float32(2))
+    assert weights_checksum(weights) != before and len(before) == 16
+
+
+def test_custom_step_trains_and_counts_updates(arrays):
+    tf = import_tensorflow()
+    x, y, _ = arrays
+    strategy = tf.distribute.get_strategy()  # the default strategy: one replica
+    with strategy.scope():
+        model = build_model(x.shape[1:])
+        optimizer = make_optimizer(0.01)
+        counter = make_update_counter()
+    step = make_train_step(strategy, model, optimizer, 32, counter)
+    iterator = iter(strategy.experimental_distribute_dataset(make_dataset(x, y, 32)))
+    results = [step(iterator) for _ in range(15)]
+    losses = [float(loss) for loss, _ in results]
+    assert int(counter.numpy()) == 15
+    assert all(int(stale) == 0 for _, stale in results)
+    assert np.mean(losses[-3:]) < losses[0]
+    assert losses[0] == pytest.approx(np.log(10), rel=0.2)
+
+
+def test_step_fn_rejects_bad_batch():
+    with pytest.raises(ValueError, match="global_batch"):
+        make_step_fn(None, None, 0, None)
+
+
+def test_mwms_worker_needs_tf_config(monkeypatch, capsys):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    with pytest.raises(SystemExit) as info:
+        mwms_train.parse_args([])
+    assert info.value.code == 2 and "TF_CONFIG is not set" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", ["--steps", "--batch-per-replica", "--checkpoint-every"])
+def test_mwms_worker_rejects_non_positive_counts(monkeypatch, capsys, flag):
+    monkeypatch.setenv("TF_CONFIG", "{}")
+    with pytest.raises(SystemExit):
+        mwms_train.parse_args([flag, "0"])
+    assert "must be >= 1" in capsys.readouterr().err
+
+
+def test_mwms_worker_accepts_its_defaults(monkeypatch):
+    monkeypatch.setenv("TF_CONFIG", "{}")
+    args = mwms_train.parse_args(["--steps", "7", "--try-fit"])
+    assert args.steps == 7 and args.try_fit and args.resolver == "tf_config"
