@@ -8,11 +8,12 @@ mirrors over those and says loudly that the replicas are simulated on shared cor
 
 :func:`mirrored_over` builds a strategy over the first ``k`` devices, for timing 1, 2, 4
 ... replicas in one process. Several ``MirroredStrategy`` objects over different device
-counts cannot all use the default all-reduce in one process: each numbers its collective
-groups from the same starting key, so the second strategy's all-reduce joins a group that
-the first one registered with another size and TensorFlow aborts ("is joining a group
-with size 4, but that group has size 2"). ``ReductionToOneDevice`` uses no collective
-groups, so every strategy built here uses it.
+counts do not coexist out of the box: each numbers its collective all-reduce groups from
+the same starting key, so the second strategy's all-reduce joins a group that the first
+registered with another size and TensorFlow aborts ("is joining a group with size 2, but
+that group has size 4"). Every strategy made here therefore starts its keys in a range
+of its own, as TensorFlow's own test suites do; where a TensorFlow version lacks that
+knob, the strategy falls back to ``ReductionToOneDevice``, which uses no collective keys.
 """
 
 from __future__ import annotations
@@ -25,6 +26,33 @@ from helpers.device_names import parse_device
 from helpers.frameworks import import_tensorflow
 
 KINDS = ("gpu", "virtual-gpu", "logical-cpu", "default")
+_KEY_RANGE = 100_000  # collective keys one strategy may use before the next one's start
+
+
+def _short_names(devices: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(devices, str):
+        raise ValueError(f"devices is a list of device strings, not the string {devices!r}")
+    names = tuple(parse_device(d).short for d in devices)
+    if len(set(names)) != len(names):
+        raise ValueError(f"devices must be distinct, got {list(devices)}")
+    return names
+
+
+def new_mirrored_strategy(devices: Sequence[str]) -> Any:
+    """``tf.distribute.MirroredStrategy(devices)`` with collective keys no other strategy uses.
+
+    See the module docstring: without this, a second strategy over a different number of
+    devices in the same process aborts in its first all-reduce.
+    """
+    names = _short_names(devices)
+    if not names:
+        raise ValueError("a MirroredStrategy needs at least one device")
+    tf = import_tensorflow()
+    cls = tf.distribute.MirroredStrategy
+    if isinstance(getattr(cls, "_collective_key_base", None), int):
+        cls._collective_key_base += _KEY_RANGE
+        return cls(list(names))
+    return cls(list(names), cross_device_ops=tf.distribute.ReductionToOneDevice())
 
 
 @dataclass(frozen=True)
@@ -54,15 +82,6 @@ class StrategyChoice:
         return text
 
 
-def _short_names(devices: Sequence[str]) -> tuple[str, ...]:
-    if isinstance(devices, str):
-        raise ValueError(f"devices is a list of device strings, not the string {devices!r}")
-    names = tuple(parse_device(d).short for d in devices)
-    if len(set(names)) != len(names):
-        raise ValueError(f"devices must be distinct, got {list(devices)}")
-    return names
-
-
 def choose_strategy(announce: bool = True) -> StrategyChoice:
     """MirroredStrategy over all GPUs (2+), else over logical CPUs (2+), else the default.
 
@@ -78,12 +97,11 @@ def choose_strategy(announce: bool = True) -> StrategyChoice:
         devices = _short_names(gpus)
         reason = (f"{len(gpus)} GPUs" if kind == "gpu" else
                   f"{len(gpus)} virtual GPUs on {physical_gpus} physical GPU(s)")
-        choice = StrategyChoice(tf.distribute.MirroredStrategy(list(devices)), kind, devices,
-                                reason)
+        choice = StrategyChoice(new_mirrored_strategy(devices), kind, devices, reason)
     elif len(cpus) >= 2 and not gpus:
         devices = _short_names(cpus)
         choice = StrategyChoice(
-            tf.distribute.MirroredStrategy(list(devices)), "logical-cpu", devices,
+            new_mirrored_strategy(devices), "logical-cpu", devices,
             f"no GPUs, {len(cpus)} logical CPUs configured on the same cores")
     else:
         why = "one GPU" if gpus else "one CPU and no GPU"
@@ -95,19 +113,17 @@ def choose_strategy(announce: bool = True) -> StrategyChoice:
 
 
 def mirrored_over(devices: Sequence[str], k: int) -> Any:
-    """A MirroredStrategy over the first ``k`` of ``devices`` (reduction on one device).
+    """A MirroredStrategy over the first ``k`` of ``devices``.
 
-    Uses ``ReductionToOneDevice`` so strategies over different counts can be built one
-    after another in the same process (see the module docstring).
+    Strategies over different counts can be built one after another in the same process
+    (see the module docstring).
     """
     names = _short_names(devices)
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(names):
         raise ValueError(
             f"k must be an int between 1 and {len(names)} (the devices given), not {k!r}; "
             "configure more logical devices with requirements_banner(n) at the top")
-    tf = import_tensorflow()
-    return tf.distribute.MirroredStrategy(
-        list(names[:k]), cross_device_ops=tf.distribute.ReductionToOneDevice())
+    return new_mirrored_strategy(names[:k])
 
 
 def replica_devices(strategy: Any) -> list[str]:

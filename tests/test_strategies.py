@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from helpers.strategies import StrategyChoice, mirrored_over, replica_devices
+from helpers.strategies import StrategyChoice, mirrored_over, new_mirrored_strategy, replica_devices
 
 
 def run_python(code: str) -> subprocess.CompletedProcess:
@@ -32,12 +32,15 @@ def test_logical_cpus_give_a_mirrored_strategy_that_says_it_is_simulated():
         assert choice.replicas == 4 and choice.devices == tuple(devices)
         assert type(choice.strategy).__name__ == "MirroredStrategy"
         assert replica_devices(choice.strategy) == devices
-        # strategies over different counts coexist in one process and can all-reduce
-        for k in (1, 2, 4):
-            s = mirrored_over(devices, k)
-            assert s.num_replicas_in_sync == k
-            total = s.reduce("SUM", s.run(lambda: tf.constant(1.0)), axis=None)
-            assert float(total) == k, (k, float(total))
+        # strategies over different counts coexist in one process: without their own
+        # collective keys the 2-replica all-reduce would join the 4-replica group and abort
+        for s in (choice.strategy, mirrored_over(devices, 2), mirrored_over(devices, 1),
+                  mirrored_over(devices, 4)):
+            k = s.num_replicas_in_sync
+            step = tf.function(lambda: s.run(lambda: tf.distribute.get_replica_context()
+                                             .all_reduce("SUM", tf.constant(1.0))))
+            sums = [float(x) for x in s.experimental_local_results(step())]
+            assert sums == [float(k)] * k, (k, sums)
             assert replica_devices(s) == devices[:k]
         print("DONE")
     """)
@@ -82,6 +85,11 @@ def test_mirrored_over_rejects_counts_outside_the_devices(k):
 def test_mirrored_over_rejects_bad_device_lists(devices, message):
     with pytest.raises(ValueError, match=message):
         mirrored_over(devices, 1)
+
+
+def test_new_mirrored_strategy_needs_a_device():
+    with pytest.raises(ValueError, match="at least one device"):
+        new_mirrored_strategy([])
 
 
 def test_replica_devices_rejects_what_is_not_a_strategy():
