@@ -1,0 +1,80 @@
+"""Wall time of the notebook suite under nbval, in total and per notebook.
+
+``suite_seconds`` is the wall time of exactly what CI runs for the notebooks,
+``SERIES_PROFILE=ci python -m pytest notebooks``, measured from start to exit. The
+per-notebook times come from the same run: pytest writes a JUnit XML report in which
+each notebook cell is one test case with its time (set-up, call and tear-down, so the
+kernel's start-up lands on the first cell and its shut-down on the last); the cells of
+one notebook are summed.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from bench.stats import NOTEBOOK_LIMIT_S
+
+
+def per_notebook(junit_xml: str | Path) -> dict[str, dict[str, Any]]:
+    """``{notebook file: {"seconds", "cells", "failed"}}`` from a pytest JUnit report.
+
+    Needs the ``xunit1`` family (it records each case's file); falls back to the class
+    name when a case has no ``file`` attribute.
+    """
+    path = Path(junit_xml)
+    if not path.exists():
+        raise FileNotFoundError(f"no JUnit report at {path}: did pytest run with --junitxml?")
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as exc:
+        raise ValueError(f"{path} is not a JUnit XML report: {exc}") from None
+    books: dict[str, dict[str, Any]] = {}
+    for case in root.iter("testcase"):
+        name = case.get("file") or case.get("classname", "?")
+        entry = books.setdefault(name, {"seconds": 0.0, "cells": 0, "failed": 0})
+        entry["seconds"] += float(case.get("time") or 0.0)
+        entry["cells"] += 1
+        if case.find("failure") is not None or case.find("error") is not None:
+            entry["failed"] += 1
+    return dict(sorted(books.items()))
+
+
+def over_limit(books: dict[str, dict[str, Any]], limit_s: float = NOTEBOOK_LIMIT_S) -> list[str]:
+    """Notebooks whose time exceeds ``limit_s``."""
+    return [name for name, b in books.items() if b["seconds"] > limit_s]
+
+
+def measure(path: str = "notebooks", timeout: float = 1500.0,
+            profile: str = "ci") -> dict[str, Any]:
+    """Run the suite once; total wall seconds, per-notebook seconds, pass/fail."""
+    from helpers.processes import ProcessGroup  # noqa: PLC0415
+
+    if not Path(path).is_dir():
+        raise FileNotFoundError(f"no {path}/ folder here; run the bench from the repository root")
+    with tempfile.TemporaryDirectory(prefix="bench-suite-") as tmp:
+        junit = Path(tmp) / "junit.xml"
+        command = [sys.executable, "-m", "pytest", path, "-q", f"--junitxml={junit}",
+                   "-o", "junit_family=xunit1"]
+        with ProcessGroup("bench-suite", log_dir=tmp) as group:
+            began = time.monotonic()
+            proc = group.start("pytest", command, {"SERIES_PROFILE": profile})
+            try:
+                group.wait(["pytest"], timeout=timeout)
+            except RuntimeError:
+                pass  # failures: the exit code and the report say which
+            seconds = time.monotonic() - began
+            code = proc.returncode
+            tail = proc.log_tail(5)
+        books = per_notebook(junit) if junit.exists() else {}
+    return {
+        "command": f"SERIES_PROFILE={profile} python -m pytest {path}",
+        "suite_seconds": seconds, "exit_code": code, "passed": code == 0,
+        "notebooks": books, "over_limit": over_limit(books),
+        "cells_seconds": sum(b["seconds"] for b in books.values()),
+        "summary": tail.splitlines()[-1] if tail else "",
+    }
