@@ -11,7 +11,7 @@ machine it runs on and then ask "what if":
   line describes a training step's compute, ``fixed + per_example * batch``. Both are
   :class:`AlphaBeta`, fitted by :func:`fit_alpha_beta` to timings.
 * **Gradient exchange**: a parameter server (:func:`parameter_server_seconds`), whose
-  links carry every worker's gradient, against ring all-reduce
+  servers receive every worker's gradient, against ring all-reduce
   (:func:`ring_allreduce_seconds`), where each worker sends about ``2 m`` bytes whatever
   the number of workers but pays ``2 (n - 1)`` latencies.
 
@@ -154,17 +154,19 @@ def parameter_server_seconds(
 ) -> float:
     """Push ``nbytes`` of gradients from every worker, pull as many weights back.
 
-    The gradients are sharded over ``servers``; each server's link carries
-    ``workers / servers`` shards, each worker's link its own ``nbytes``, so the busier
-    side sets the time. Each worker talks to every server (``servers`` latencies per
-    direction). With one worker and one server it is a push plus a pull: ``2 (alpha +
-    beta m)``, which is what a round trip over a local ps-lite cluster measures.
+    The gradients are sharded over ``servers``. In each direction the busiest endpoint
+    sets the time: a server handles one message from each worker (``workers`` messages
+    of ``nbytes / servers``), a worker one message to each server. Messages at one
+    endpoint are handled one after another, so both the latency and the bandwidth terms
+    grow with the workers per server. With one worker and one server it is a push plus a
+    pull, ``2 (alpha + beta m)``: what a round trip over a local ps-lite cluster measures.
     """
     _check_workers(workers)
     _check_workers(servers, "servers")
     _check_nonneg(nbytes, "nbytes")
+    messages = max(workers, servers)
     load = max(workers / servers, 1.0)
-    return 2 * (servers * link.alpha + load * nbytes * link.beta)
+    return 2 * (messages * link.alpha + load * nbytes * link.beta)
 
 
 def compute_seconds(

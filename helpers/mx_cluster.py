@@ -323,3 +323,23 @@ class LocalMXCluster:
                 lines = lines[-last:]
             print(f"----- {name} (exit code {proc.returncode}) -----")
             print("\n".join(lines) if lines else "(no output)")
+
+
+TRAIN_MODULE = "helpers.workers.mx_train"
+
+
+def train_on_cluster(
+    workers: int, args: Sequence[str], servers: int = 1, timeout: float = 300.0, **kwargs: Any,
+) -> LocalMXCluster:
+    """Run :mod:`helpers.workers.mx_train` on a fresh local cluster, start to finish.
+
+    Returns the finished cluster (its ``results()``, ``logs()`` and ``show_logs()`` stay
+    readable) after checking that no process is left running.
+    """
+    cluster = LocalMXCluster(TRAIN_MODULE, workers=workers, servers=servers, args=args, **kwargs)
+    with cluster:
+        cluster.start()
+        cluster.wait(timeout=timeout)
+    if cluster.alive():
+        raise RuntimeError(f"processes still running after the cluster ended: {cluster.alive()}")
+    return cluster

@@ -29,6 +29,8 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 from helpers.frameworks import import_mxnet
 from helpers.table import Table
 
@@ -117,6 +119,17 @@ def training_table(records: Sequence[dict[str, Any]]) -> Table:
                       r["train_loss"], r["test_accuracy"], r["digest_last"],
                       r["digest_synced"]])
     return table
+
+
+def median_step_seconds(records: Sequence[dict[str, Any]]) -> float:
+    """Median seconds per training step (compute + communication) of the slowest worker.
+
+    In synchronous training every step waits for the slowest worker, so its step time
+    is the cluster's; the median keeps a few steps slowed by other programs out of it.
+    """
+    if not records:
+        raise ValueError("no worker results: did the workers print their RESULT lines?")
+    return max(statistics.median(np.add(r["compute_s"], r["comm_s"])) for r in records)
 
 
 def digest(arrays: Iterable[Any]) -> str:

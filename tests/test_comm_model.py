@@ -112,9 +112,14 @@ def test_parameter_server_load_grows_with_workers_per_server():
     m = 1e6
     one = parameter_server_seconds(1, m, LINK)
     assert one == pytest.approx(2 * LINK.time(m))
-    assert parameter_server_seconds(8, m, LINK) == pytest.approx(2 * (1e-4 + 8 * m * 1e-9))
+    # one server handles 8 messages of m bytes in each direction
+    assert parameter_server_seconds(8, m, LINK) == pytest.approx(2 * 8 * LINK.time(m))
+    # 8 servers: each handles 8 messages of m / 8, each worker sends 8 messages
     sharded = parameter_server_seconds(8, m, LINK, servers=8)
     assert sharded == pytest.approx(2 * (8 * 1e-4 + m * 1e-9))
+    # more servers than workers: the workers' own links are the limit
+    assert parameter_server_seconds(2, m, LINK, servers=4) == pytest.approx(
+        2 * (4 * 1e-4 + m * 1e-9))
     # A single server falls behind a ring for large gradients and many workers.
     assert parameter_server_seconds(64, 1e8, LINK) > 10 * ring_allreduce_seconds(64, 1e8, LINK)
 

@@ -4,7 +4,13 @@ import textwrap
 
 import pytest
 
-from helpers.mx_cluster import SERVER_MODULE, LocalMXCluster, dmlc_env, shell_commands
+from helpers.mx_cluster import (
+    SERVER_MODULE,
+    LocalMXCluster,
+    dmlc_env,
+    shell_commands,
+    train_on_cluster,
+)
 from helpers.processes import free_port
 
 PUSHPULL = "helpers.workers.mx_pushpull"
@@ -189,3 +195,17 @@ def test_dist_sync_push_pull_across_two_workers_and_two_servers(tmp_path):
     assert "connected to 2 workers and 2 servers" in scheduler_log
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         f"{n}.log" for n in cluster.task_names())
+
+
+def test_train_on_cluster_runs_the_training_program_end_to_end():
+    cluster = train_on_cluster(1, ["--steps", "4", "--warmup-steps", "1", "--global-batch", "16",
+                                   "--compute-batches", "8", "--sizes-kb", "1"], timeout=120)
+    assert cluster.alive() == []
+    (record,) = cluster.results()
+    assert record["rank"] == 0 and record["kvstore"] == "dist_sync"
+    assert len(record["compute_s"]) == len(record["comm_s"]) == 3
+    assert len(record["losses"]) == 4
+    assert record["digest_last"] == record["digest_synced"]
+    assert set(record["compute_by_batch"]) == {"8"}
+    assert record["push_pull"][0]["bytes"] == 1024
+    assert 0 <= record["test_accuracy"] <= 1

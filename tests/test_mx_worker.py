@@ -6,9 +6,11 @@ from helpers.mx_worker import (
     check_worker_env,
     connect,
     digest,
+    median_step_seconds,
     parse_results,
     report,
     time_push_pull,
+    training_table,
 )
 
 FULL_ENV = {"DMLC_ROLE": "worker", "DMLC_PS_ROOT_URI": "127.0.0.1", "DMLC_PS_ROOT_PORT": "9091",
@@ -61,3 +63,25 @@ def test_digest_sees_every_bit():
 def test_time_push_pull_rejects_bad_arguments():
     with pytest.raises(ValueError, match="repeat"):
         time_push_pull(FakeKV(), [1024], repeat=0)
+
+
+def _record(rank, compute, comm):
+    return {"rank": rank, "task": f"worker-{rank}", "kvstore": "dist_sync", "local_batch": 8,
+            "compute_s": compute, "comm_s": comm, "loop_seconds": sum(compute) + sum(comm),
+            "train_loss": 0.5, "test_accuracy": 0.9, "digest_last": "ab", "digest_synced": "ab"}
+
+
+def test_median_step_seconds_is_the_slowest_workers_median():
+    fast = _record(0, [0.001, 0.001, 0.5], [0.001, 0.001, 0.001])
+    slow = _record(1, [0.004, 0.004, 0.004], [0.001, 0.001, 0.001])
+    assert median_step_seconds([fast, slow]) == pytest.approx(0.005)
+    assert median_step_seconds([fast]) == pytest.approx(0.002)  # the outlier step is ignored
+    with pytest.raises(ValueError, match="RESULT"):
+        median_step_seconds([])
+
+
+def test_training_table_has_a_row_per_worker_in_milliseconds():
+    table = training_table([_record(0, [0.002], [0.003]), _record(1, [0.004], [0.001])])
+    assert table.column("rank") == [0, 1]
+    assert table.column("compute ms") == pytest.approx([2.0, 4.0])
+    assert table.column("comm ms") == pytest.approx([3.0, 1.0])

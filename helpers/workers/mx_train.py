@@ -71,19 +71,19 @@ def build(hidden: int, ctx: object, seed: int) -> object:
     return net
 
 
-def time_compute(net, loss_fn, x, y, batches, ctx, repeat=5) -> dict[str, float]:
+def time_compute(net, loss_fn, x, y, batches, ctx, repeat=10, warmup=2) -> dict[str, float]:
     """Median seconds of forward + backward at each per-worker batch size."""
     out = {}
     for b in batches:
         data, label = mx.nd.array(x[:b], ctx=ctx), mx.nd.array(y[:b], ctx=ctx)
         samples = []
-        for r in range(repeat + 1):
+        for r in range(warmup + repeat):
             start = time.perf_counter()
             with mx.autograd.record():
                 loss = loss_fn(net(data), label)
             loss.backward()
             mx.nd.waitall()
-            if r:
+            if r >= warmup:
                 samples.append(time.perf_counter() - start)
         out[str(b)] = statistics.median(samples)
     return out
