@@ -7,7 +7,7 @@ that find each other through environment variables, the same on one machine or m
   other process, hands out ranks and runs barriers;
 * one or more **servers**: hold the parameters (each key, or slice of a big array, lives
   on one server), sum the workers' pushes and apply the optimizer;
-* two or more **workers**: run the training program and ``push`` gradients / ``pull``
+* one or more **workers**: run the training program and ``push`` gradients / ``pull``
   weights through ``mx.kv.create('dist_sync')``.
 
 Every process gets ``DMLC_ROLE``, ``DMLC_PS_ROOT_URI``, ``DMLC_PS_ROOT_PORT``,
