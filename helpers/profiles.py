@@ -54,7 +54,7 @@ PROFILES: dict[str, Profile] = {
         copy_sizes_mb=(0.004, 0.064, 1.0, 16.0, 256.0),
         matmul_sizes=(16, 128, 1024),
         log_steps=1000,
-        matpow_size=1000, matpow_n=10,
+        matpow_size=512, matpow_n=10,
         image_size=32, batch_per_replica=32, train_examples=1024, epochs=2,
         replica_counts=(1, 2, 4),
         cluster_workers=2, cluster_steps=30,
