@@ -146,6 +146,47 @@ def cluster_resolver(kind: str = "tf_config") -> Any:
     return resolvers.TFConfigClusterResolver()
 
 
+def gpu_task_env(gpus: int, chief: int = 0) -> TaskEnv:
+    """A ``task_env`` that gives each computing task its own GPU when there are enough.
+
+    Several TensorFlow processes on one machine would otherwise all claim every GPU.
+    The chief (if ``chief=1``) and then worker 0, 1, ... take GPUs 0, 1, ... in turn
+    (``CUDA_VISIBLE_DEVICES``); with fewer GPUs than tasks some share one (the worker
+    programs turn on memory growth so that fits). Parameter servers hold variables and
+    do no heavy math: they see no GPU. With ``gpus=0`` nothing is set.
+    """
+    _check_count(gpus, "GPUs")
+    _check_count(chief, "chiefs")
+
+    def env(task_type: str, index: int) -> dict[str, str]:
+        if gpus == 0:
+            return {}
+        if task_type == "ps":
+            return {"CUDA_VISIBLE_DEVICES": ""}
+        position = index + chief if task_type == "worker" else index
+        return {"CUDA_VISIBLE_DEVICES": str(position % gpus)}
+
+    return env
+
+
+def leftover_processes() -> list[str]:
+    """Processes this one started (children, grandchildren) that still run: ``pid command``.
+
+    The check a notebook ends with: after every cluster's ``with`` block, it must be empty.
+    Zombies (ended, not yet collected) do not count.
+    """
+    import psutil  # noqa: PLC0415  (only this check needs it)
+
+    left = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE:
+                left.append(f"{child.pid} {' '.join(child.cmdline())}")
+        except psutil.NoSuchProcess:
+            pass
+    return left
+
+
 def describe_exit(code: int | None) -> str:
     """A human reading of an exit code: running, ok, failed, or the signal that ended it."""
     if code is None:

@@ -21,6 +21,8 @@ from helpers.tf_cluster import (
     cluster_resolver,
     cluster_spec,
     describe_exit,
+    gpu_task_env,
+    leftover_processes,
     parse_task,
     port_bindable,
     tf_config,
@@ -151,6 +153,18 @@ def test_describe_exit():
     assert describe_exit(0) == "exit 0 (ok)"
     assert describe_exit(75) == "exit 75 (failed)"
     assert describe_exit(-9) == "killed by SIGKILL"
+
+
+def test_gpu_task_env_spreads_workers_over_gpus():
+    assert gpu_task_env(0)("worker", 3) == {}
+    two = gpu_task_env(2)
+    assert [two("worker", i)["CUDA_VISIBLE_DEVICES"] for i in range(3)] == ["0", "1", "0"]
+    assert two("ps", 0) == {"CUDA_VISIBLE_DEVICES": ""}
+    with_chief = gpu_task_env(4, chief=1)
+    assert with_chief("chief", 0)["CUDA_VISIBLE_DEVICES"] == "0"
+    assert with_chief("worker", 0)["CUDA_VISIBLE_DEVICES"] == "1"
+    with pytest.raises(ValueError, match="GPUs"):
+        gpu_task_env(-1)
 
 
 def test_cluster_resolver_rejects_unknown_kind():
@@ -333,6 +347,15 @@ def test_interrupt_inside_the_block_ends_every_process(fake_module):
         pids = _pids(cluster)
         raise KeyboardInterrupt
     assert not any(_alive(p) for p in pids)
+
+
+def test_leftover_processes_lists_running_children(fake_module):
+    module, env = fake_module
+    with LocalTFCluster(module, workers=1, env=env) as cluster:
+        cluster.start()
+        pid = cluster.group.processes["worker-0"].pid
+        assert any(line.startswith(f"{pid} ") and module in line for line in leftover_processes())
+    assert not any(line.startswith(f"{pid} ") for line in leftover_processes())
 
 
 def test_stop_is_idempotent(fake_module):

@@ -21,9 +21,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out-dir", default="", help="write worker-<i>.json with the results")
     parser.add_argument("--timeout", type=float, default=30.0,
                         help="seconds a collective may wait for a peer before failing")
+    parser.add_argument("--collective", choices=("auto", "ring", "nccl"), default="auto",
+                        help="all-reduce: auto is NCCL with GPUs, RING without; use ring "
+                             "when workers share one GPU")
     parser.add_argument("--try-fit", action="store_true",
                         help="first try Keras model.fit under the strategy and report the result")
     parser.add_argument("--resolver", choices=RESOLVERS, default="tf_config")
@@ -68,7 +73,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def make_strategy(tf: Any, resolver: Any, timeout: float) -> Any:
+def make_strategy(tf: Any, resolver: Any, timeout: float, collective: str = "auto") -> Any:
     """MWMS with RING all-reduce on CPUs and NCCL on GPUs, and a timeout on collectives.
 
     The timeout turns a dead peer into an error on the survivors instead of a hang.
@@ -76,8 +81,9 @@ def make_strategy(tf: Any, resolver: Any, timeout: float) -> Any:
     gpus = tf.config.list_physical_devices("GPU")
     for gpu in gpus:  # several workers may share one GPU on a single machine
         tf.config.experimental.set_memory_growth(gpu, True)
-    implementation = (tf.distribute.experimental.CommunicationImplementation.NCCL if gpus
-                      else tf.distribute.experimental.CommunicationImplementation.RING)
+    if collective == "auto":
+        collective = "nccl" if gpus else "ring"
+    implementation = tf.distribute.experimental.CommunicationImplementation[collective.upper()]
     options = tf.distribute.experimental.CommunicationOptions(
         implementation=implementation, timeout_seconds=timeout)
     strategy = tf.distribute.MultiWorkerMirroredStrategy(
@@ -94,10 +100,12 @@ def try_fit(tf: Any, strategy: Any, x: Any, y: Any, global_batch: int, say: Any)
         model.compile(optimizer="adam",
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     try:
-        model.fit(make_dataset(x, y, global_batch), steps_per_epoch=1, epochs=1, verbose=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(make_dataset(x, y, global_batch), steps_per_epoch=1, epochs=1, verbose=0)
     except Exception as error:  # noqa: BLE001  (the failure is what we report)
-        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        say(f"model.fit FAILED with {type(error).__name__}: {first[:300]}")
+        text = re.sub(r"PerReplica:\{.*?\}\)", "PerReplica:{...})", " ".join(str(error).split()))
+        say(f"model.fit FAILED with {type(error).__name__}: {text[:300]}")
     else:
         say("model.fit worked")
 
@@ -108,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     peer_lost = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError,
                  tf.errors.AbortedError, tf.errors.CancelledError)
     resolver = cluster_resolver(args.resolver)
-    strategy, collective = make_strategy(tf, resolver, args.timeout)
+    strategy, collective = make_strategy(tf, resolver, args.timeout, args.collective)
     task_type, task_id = strategy.cluster_resolver.task_type, strategy.cluster_resolver.task_id
     name = f"{task_type}-{task_id}"
     is_chief = task_type == "chief" or (task_type == "worker" and task_id == 0
