@@ -202,10 +202,22 @@ def _mx_openblas() -> dict[str, Any]:
     return info
 
 
-def _cpu_share(work: Any) -> tuple[Any, float]:
-    start, cpu = time.perf_counter(), time.process_time()
-    result = work()
-    return result, (time.process_time() - cpu) / max(time.perf_counter() - start, 1e-9)
+def _time_routes(n: int, routes: dict[str, tuple[Any, Any]], rounds: int,
+                 budget_s: float) -> dict[str, Any]:
+    """Interleaved rounds of every route, summarised, with the threads each one used.
+
+    ``cpu_share`` is the CPU-seconds per second this process got while timing: the
+    number of cores when it had them all, less when other programs shared them.
+    """
+    cpu: dict[str, list[float]] = {}
+    start, cpu_start = time.perf_counter(), time.process_time()
+    samples = interleaved(routes, rounds=rounds, warmup=1, budget_s=budget_s, cpu_samples=cpu)
+    share = (time.process_time() - cpu_start) / max(time.perf_counter() - start, 1e-9)
+    out = summarise(n, samples, cpu=cpu)
+    out["cpu_share"] = share
+    out["threads"] = {name: busy_threads(_thread_cpu_seconds(*routes[name], runs=1))
+                      for name in routes}
+    return out
 
 
 def probe_mx(n: int = 2048, rounds: int = 5, budget_s: float = 20.0,
@@ -236,13 +248,7 @@ def probe_mx(n: int = 2048, rounds: int = 5, budget_s: float = 20.0,
     check = mx.nd.FullyConnected(A, BT, num_hidden=n, no_bias=True).asnumpy()
     if not np.allclose(check, mx.nd.dot(A, B).asnumpy(), rtol=1e-3, atol=1e-2):
         raise RuntimeError("FullyConnected(A, B.T) does not equal dot(A, B): routes differ")
-    cpu: dict[str, list[float]] = {}
-    samples, share = _cpu_share(lambda: interleaved(routes, rounds=rounds, warmup=1,
-                                                    budget_s=budget_s, cpu_samples=cpu))
-    out = summarise(n, samples, cpu=cpu)
-    out["cpu_share"] = share
-    out["threads"] = {name: busy_threads(_thread_cpu_seconds(*routes[name], runs=1))
-                      for name in routes}
+    out = _time_routes(n, routes, rounds, budget_s)
     out["mx_openblas"] = _mx_openblas()
     out["blas_libraries"] = _blas_libraries()
     out["env"] = {k: os.environ[k] for k in BLAS_VARS if k in os.environ}
@@ -270,13 +276,7 @@ def probe_tf(n: int = 2048, rounds: int = 5, budget_s: float = 20.0,
         sync = lambda _r: tf.test.experimental.sync_devices()  # noqa: E731
         routes = {"numpy": (lambda: a @ b, lambda _r: None),
                   "tensorflow matmul": (lambda: tf.matmul(A, B), sync)}
-        cpu: dict[str, list[float]] = {}
-        samples, share = _cpu_share(lambda: interleaved(routes, rounds=rounds, warmup=1,
-                                                        budget_s=budget_s, cpu_samples=cpu))
-        out = summarise(n, samples, cpu=cpu)
-        out["threads"] = {name: busy_threads(_thread_cpu_seconds(*routes[name], runs=1))
-                          for name in routes}
-    out["cpu_share"] = share
+        out = _time_routes(n, routes, rounds, budget_s)
     log = startup_log()
     out["onednn"] = ("oneDNN custom operations are on" in log
                      if os.environ.get("TF_ENABLE_ONEDNN_OPTS") != "0" else False)

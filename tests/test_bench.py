@@ -312,3 +312,26 @@ def test_report_rejects_non_dict_and_handles_empty():
 def test_fmt():
     assert report.fmt(None) == "-" and report.fmt(True) == "yes" and report.fmt(3) == "3"
     assert report.fmt(0.123456) == "0.123" and report.fmt(12345.6) == "12346"
+
+
+def test_sweep_finds_and_ends_a_leftover_of_this_run_only():
+    import os
+    import subprocess
+
+    from bench import RUN_MARKER
+
+    env = dict(os.environ, **{RUN_MARKER: "test-run-id", "DMLC_ROLE": "server"})
+    other = dict(os.environ, **{RUN_MARKER: "someone-else"})
+    mine = subprocess.Popen(["sleep", "30"], env=env, start_new_session=True)
+    theirs = subprocess.Popen(["sleep", "30"], env=other, start_new_session=True)
+    try:
+        found = orphans.sweep("test-run-id", grace_s=0.2)
+        assert found["count"] == 1 and found["killed"] == 1
+        assert found["processes"][0]["pid"] == mine.pid
+        assert found["processes"][0]["kind"] == "MXNet ps-lite server (DMLC_ROLE)"
+        assert mine.wait(timeout=5) != 0  # ended by the sweep
+        assert theirs.poll() is None  # another run's process is left alone
+    finally:
+        for p in (mine, theirs):
+            p.kill()
+            p.wait()
