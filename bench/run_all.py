@@ -8,6 +8,8 @@ RESULTS.md, not a failure of the bench).
 
     python -m bench.run_all                      # everything, writes bench/
     python -m bench.run_all --only matmul --out-dir /tmp/bench --quick
+
+``BENCH_SUITE_TIMEOUT`` (seconds, default 1500) bounds the notebook suite's run.
 """
 
 from __future__ import annotations

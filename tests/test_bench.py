@@ -302,6 +302,19 @@ def test_report_renders_figures_and_explains_misses():
     assert "copies: `RuntimeError: no copy`" in text and "oneDNN off: `RuntimeError: boom`" in text
 
 
+def test_report_shows_gpu_figures_when_present():
+    r = _results()
+    r["details"]["matmul"]["gpu"] = {
+        "gpus": 1, "n": 8192, "tf_gflops_by_size": {"4096": 40000.0, "8192": 50000.0},
+        "cublas_peak_gflops": 50000.0, "tf_vs_peak": 1.0, "tf32_gflops": 200000.0,
+        "mx_gflops": None, "mx_note": "this MXNet build has no CUDA"}
+    r["details"]["copies"] = {"rows": [], "headline_bytes": 2**26, "gpu": {"gpus": 1, "rows": [
+        {"route": "tensorflow host->GPU:0", "bytes": 2**28, "gbps": 25.0}]}}
+    text = report.render(r)
+    assert "### GPU" in text and "cuBLAS peak" in text and "no CUDA" in text
+    assert "| tensorflow host->GPU:0 | 256 | 25 |" in text
+
+
 def test_report_rejects_non_dict_and_handles_empty():
     with pytest.raises(ValueError):
         report.render([])
