@@ -207,7 +207,16 @@ class LocalTFCluster:
     ``module`` is the program every task runs (``python -m module``); each task gets its
     own ``TF_CONFIG``. ``task_args(task_type, index, cluster)`` may add command-line
     arguments per task, for flag-style programs (TF1's ``--job_name --task_index
-    --ps_hosts --worker_hosts``). ``env`` is added to every task's environment.
+    --ps_hosts --worker_hosts``). ``env`` is added to every task's environment and
+    ``task_env(task_type, index)`` to one task's (:func:`gpu_task_env` gives each worker
+    its own GPU). ``set_tf_config=False`` leaves ``TF_CONFIG`` out, for programs that
+    take the cluster from flags only.
+
+    A task is *ready* when its port accepts connections: every TensorFlow task listens
+    there once its ``tf.distribute.Server`` (or strategy) has started. Ports are chosen
+    when the object is built, so :meth:`tf_config` can be shown before anything runs.
+    A task not in ``tasks`` of :meth:`start` (e.g. a chief played by the notebook itself)
+    keeps its address in the cluster but no process.
     """
 
     def __init__(self, module: str, workers: int, ps: int = 0, chief: int = 0, *,

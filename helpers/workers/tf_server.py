@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("TF_CONFIG is not set: this program needs to know its cluster and task")
 
     tf = import_tensorflow()
+    for gpu in tf.config.list_physical_devices("GPU"):  # tasks on one machine share a GPU
+        tf.config.experimental.set_memory_growth(gpu, True)
     resolver = cluster_resolver(args.resolver)
     if args.threads:
         tf.config.threading.set_inter_op_parallelism_threads(args.threads)
