@@ -194,8 +194,8 @@ def explain_miss(key: str, results: dict[str, Any]) -> str:
         cores = results.get("machine", {}).get("logical_cpus")
         return ("The cluster is ready the moment every task's port accepts connections, "
                 "with no fixed sleep, so what remains is start-up: "
-                + (f"one worker started alone needs {single:.1f} s, almost all of it "
-                   "importing TensorFlow; " if single else "")
+                + (f"one worker started alone needs {single:.1f} s (a new Python process "
+                   "that must import TensorFlow before its server can listen); " if single else "")
                 + f"two workers import it at the same time on {cores} cores, and the "
                 "machine's other load slows both.")
     if key == "cluster_teardown_seconds":
@@ -227,6 +227,7 @@ def _header(results: dict[str, Any]) -> list[str]:
         f"end: {run.get('load_average_end')}; the bench took {fmt(run.get('seconds'))} s "
         f"(`{' '.join(['python -m bench.run_all', *run.get('argv', [])])}`).",
         "",
+        "Produced by `make bench` (`python -m bench.run_all --help` for single sections). "
         "Every figure is a ratio or a count measured side by side in this run: the framework "
         "and its reference are timed in alternating rounds, each round gives one ratio, "
         "and the figure is the median over the rounds, so load that slows a round slows "
@@ -284,8 +285,9 @@ def _timing(t: dict[str, Any]) -> list[str]:
     mx = t.get("mxnet", {})
     return [
         "## Timing accuracy (`timing_error`)", "",
-        f"Workload: a batch of independent {t.get('n')} x {t.get('n')} float32 products "
-        "sized to about 0.1 s. Each of "
+        f"Workload: {t.get('n')} x {t.get('n')} float32 products, as many as take about "
+        "0.1 s (independent ones for MXNet; a chain for TensorFlow, whose graph optimiser "
+        "would merge identical independent products into one). Each of "
         f"{t.get('rounds')} rounds reads an independent clock (`time.monotonic_ns`, the helper "
         "uses `perf_counter`) before calling `helpers.timing.benchmark(work, sync=..., "
         "warmup=0, repeat=1)` and again after the framework's own wait (`mx.nd.waitall()`, "
