@@ -84,7 +84,8 @@ class DevicePlan:
 
     @property
     def simulated(self) -> bool:
-        return self.kind != "gpu"
+        """True when the devices are carved out of fewer physical ones."""
+        return self.kind == "virtual-gpu" or (self.kind == "logical-cpu" and self.needed > 1)
 
     def mxnet_contexts(self, mx: Any) -> list[Any]:
         """The matching MXNet contexts (MXNet cannot split a GPU: virtual ones share gpu(0))."""
@@ -105,6 +106,8 @@ class DevicePlan:
                 f"{self.physical_gpus} physical GPU(s); they share its compute, so splitting "
                 "work across them cannot run faster"
             )
+        elif self.needed == 1:
+            how = f"using the CPU ({names})"
         else:
             how = (
                 f"SIMULATED: using {self.needed} logical CPUs ({names}); they share the same "

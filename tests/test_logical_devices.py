@@ -80,3 +80,9 @@ def test_bad_logical_cpu_counts(n):
 def test_bad_virtual_gpu_memory():
     with pytest.raises(ValueError, match="memory_mb"):
         use_virtual_gpus(2, memory_mb=0)
+
+
+def test_one_cpu_is_not_called_simulated():
+    plan = DevicePlan(1, "logical-cpu", ("/CPU:0",), physical_gpus=0, cores=2)
+    assert not plan.simulated
+    assert "SIMULATED" not in plan.banner() and "using the CPU (/CPU:0)" in plan.banner()
