@@ -176,12 +176,18 @@ def explain_miss(key: str, results: dict[str, Any]) -> str:
         slow = sorted(books.items(), key=lambda kv: -kv[1]["seconds"])[:3]
         slow_text = ", ".join(f"{name} {b['seconds']:.0f} s" for name, b in slow)
         single = d.get("cluster", {}).get("single_worker", {}).get("ready_s")
-        load = results.get("run", {}).get("load_average_start")
+        s = d.get("suite", {})
+        run = results.get("run", {})
+        before = s.get("load_average_before", run.get("load_average_start"))
+        after = s.get("load_average_after", run.get("load_average_end"))
+        failed = [name for name, b in books.items() if b.get("failed")]
         return (f"The slowest notebooks were {slow_text}. Every notebook starts a kernel and "
-                f"imports TensorFlow and MXNet" + (f" (one process importing TensorFlow "
-                f"alone took {single:.1f} s in this run)" if single else "")
-                + f"; the load average when the run started was {load}, so the notebooks "
-                "shared the cores with other work.")
+                f"imports TensorFlow and MXNet" + (f" (a process that imports TensorFlow and "
+                f"starts a server took {single:.1f} s in this run)" if single else "")
+                + f". Load average (1, 5, 15 min) before the suite: {before}, after it: "
+                f"{after}; the suite itself keeps one to two processes busy, more means "
+                "other work shared the cores."
+                + (f" Notebooks with failing cells: {', '.join(failed)}." if failed else ""))
     if key == "timing_error":
         t = d.get("timing", {})
         parts = [f"{fw}: {fmt(t[fw]['error'])}" for fw in ("mxnet", "tensorflow") if fw in t]

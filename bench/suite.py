@@ -17,6 +17,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from bench.machine import load_average
 from bench.stats import NOTEBOOK_LIMIT_S
 
 
@@ -60,6 +61,7 @@ def measure(path: str = "notebooks", timeout: float = 1500.0,
         junit = Path(tmp) / "junit.xml"
         command = [sys.executable, "-m", "pytest", path, "-q", f"--junitxml={junit}",
                    "-o", "junit_family=xunit1"]
+        load_before = load_average()
         with ProcessGroup("bench-suite", log_dir=tmp) as group:
             began = time.monotonic()
             proc = group.start("pytest", command, {"SERIES_PROFILE": profile})
@@ -70,6 +72,7 @@ def measure(path: str = "notebooks", timeout: float = 1500.0,
             seconds = time.monotonic() - began
             code = proc.returncode
             tail = proc.log_tail(5)
+        load_after = load_average()
         books = per_notebook(junit) if junit.exists() else {}
     return {
         "command": f"SERIES_PROFILE={profile} python -m pytest {path}",
@@ -77,4 +80,5 @@ def measure(path: str = "notebooks", timeout: float = 1500.0,
         "notebooks": books, "over_limit": over_limit(books),
         "cells_seconds": sum(b["seconds"] for b in books.values()),
         "summary": tail.splitlines()[-1] if tail else "",
+        "load_average_before": load_before, "load_average_after": load_after,
     }
