@@ -1,0 +1,212 @@
+"""The TF1 distributed digits CNN: one program for the parameter server and every worker.
+
+This is the classic *between-graph replication* program of TensorFlow 1, run on
+TensorFlow 2 through ``tf.compat.v1``. Every task runs the same file; flags say which
+job and task it is and where the others are:
+
+    python -m helpers.workers.tf1_mnist --job_name=ps --task_index=0 \\
+        --ps_hosts=host0:2222 --worker_hosts=host1:2222,host2:2222,host3:2222
+    python -m helpers.workers.tf1_mnist --job_name=worker --task_index=1 ...   # etc.
+
+The parameter server only serves (it blocks in ``server.join()`` and never exits by
+itself). Each worker builds its own copy of the graph with ``replica_device_setter``,
+which puts the variables on the parameter server and the computation on the worker.
+Worker 0 is the chief: its ``Supervisor`` initialises the variables, the others wait for
+that. ``--nodevice_filters`` drops the session's device filters, which makes a
+non-chief worker hang at the session start (the fault the notebook shows).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+JOBS = ("ps", "worker")
+SESSIONS = ("supervisor", "monitored")
+
+
+def define_flags(flags: Any) -> Any:
+    """Define this program's flags on a fresh ``FlagValues`` of ``flags`` and return it.
+
+    ``flags`` is ``tf.compat.v1.app.flags`` (an alias of ``absl.flags``). A fresh
+    ``FlagValues`` instead of the global ``FLAGS`` lets the definitions run more than once
+    in one process (a test, a notebook kernel) without "duplicate flag" errors.
+    """
+    fv = flags.FlagValues()
+    flags.DEFINE_string("job_name", "", "'ps' or 'worker'", flag_values=fv)
+    flags.DEFINE_integer("task_index", 0, "index of this task within its job", flag_values=fv)
+    flags.DEFINE_string("ps_hosts", "", "comma-separated host:port of the ps tasks",
+                        flag_values=fv)
+    flags.DEFINE_string("worker_hosts", "", "comma-separated host:port of the workers",
+                        flag_values=fv)
+    flags.DEFINE_integer("steps", 60, "global training steps (all workers together)",
+                         flag_values=fv)
+    flags.DEFINE_integer("batch_size", 32, "examples per worker step", flag_values=fv)
+    flags.DEFINE_float("learning_rate", 0.003, "Adam learning rate", flag_values=fv)
+    flags.DEFINE_integer("log_every", 5, "print a progress line every N local steps",
+                         flag_values=fv)
+    flags.DEFINE_boolean("device_filters", True,
+                         "restrict each worker's session to the ps and itself",
+                         flag_values=fv)
+    flags.DEFINE_enum("session", "supervisor", list(SESSIONS),
+                      "Supervisor.managed_session or MonitoredTrainingSession",
+                      flag_values=fv)
+    flags.DEFINE_string("logdir", "", "Supervisor/checkpoint directory (empty: none)",
+                        flag_values=fv)
+    return fv
+
+
+def _hosts(text: str) -> list[str]:
+    return [h for h in text.split(",") if h]
+
+
+def parse_flags(argv: list[str], flags: Any = None) -> Any:
+    """Parse ``argv`` (``argv[0]`` is the program name) and check that it makes sense.
+
+    Raises ValueError naming the bad flag and what to pass instead, rather than letting
+    TensorFlow fail later with a gRPC or device error.
+    """
+    if flags is None:
+        from absl import flags  # noqa: PLC0415  (what tf.compat.v1.app.flags re-exports)
+    fv = define_flags(flags)
+    try:
+        fv(list(argv))
+    except flags.Error as exc:
+        raise ValueError(f"bad command line: {exc}") from None
+    if fv.job_name not in JOBS:
+        raise ValueError(f"--job_name must be 'ps' or 'worker', not {fv.job_name!r}")
+    ps, workers = _hosts(fv.ps_hosts), _hosts(fv.worker_hosts)
+    if not ps or not workers:
+        raise ValueError("--ps_hosts and --worker_hosts must each list at least one "
+                         "host:port, e.g. --ps_hosts=127.0.0.1:2222")
+    for host in ps + workers:
+        name, _, port = host.rpartition(":")
+        if not name or not port.isdigit():
+            raise ValueError(f"{host!r} is not host:port")
+    n = len(ps) if fv.job_name == "ps" else len(workers)
+    if not 0 <= fv.task_index < n:
+        raise ValueError(f"--task_index must be 0 to {n - 1} for job {fv.job_name!r} "
+                         f"({n} task(s) listed), not {fv.task_index}")
+    for name in ("steps", "batch_size", "log_every"):
+        if getattr(fv, name) < 1:
+            raise ValueError(f"--{name} must be >= 1, not {getattr(fv, name)}")
+    if fv.learning_rate <= 0:
+        raise ValueError(f"--learning_rate must be > 0, not {fv.learning_rate}")
+    return fv
+
+
+def build_model(tf: Any, image_size: int) -> dict[str, Any]:
+    """A tiny CNN (one 3x3 conv, one dense layer) as a TF1 graph with explicit variables."""
+    v1 = tf.compat.v1
+    x = v1.placeholder(tf.float32, [None, image_size, image_size, 1], name="x")
+    y = v1.placeholder(tf.int64, [None], name="y")
+    init = v1.glorot_uniform_initializer(seed=1)
+    w_conv = v1.get_variable("w_conv", [3, 3, 1, 16], initializer=init)
+    b_conv = v1.get_variable("b_conv", [16], initializer=v1.zeros_initializer())
+    h = tf.nn.relu(tf.nn.conv2d(x, w_conv, strides=1, padding="SAME") + b_conv)
+    if image_size > 16:  # MNIST's 28x28: pool to keep the dense layer small
+        h = tf.nn.max_pool2d(h, ksize=2, strides=2, padding="SAME")
+    flat = tf.reshape(h, [-1, int(np.prod(h.shape[1:]))])
+    w_out = v1.get_variable("w_out", [flat.shape[1], 10], initializer=init)
+    b_out = v1.get_variable("b_out", [10], initializer=v1.zeros_initializer())
+    logits = tf.matmul(flat, w_out) + b_out
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y,
+                                                                          logits=logits))
+    accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), y), tf.float32))
+    return {"x": x, "y": y, "loss": loss, "accuracy": accuracy}
+
+
+def run_worker(tf: Any, fv: Any, cluster: Any, server: Any) -> None:
+    """Between-graph replication: this worker's graph, its session, its training loop."""
+    from helpers.data import load_digits  # noqa: PLC0415
+
+    v1 = tf.compat.v1
+    i = fv.task_index
+    is_chief = i == 0
+    data = load_digits()
+    if is_chief:
+        print(f"data: {data.describe()}", flush=True)
+    # Variables go to /job:ps (round-robin over the ps tasks), ops to this worker.
+    setter = v1.train.replica_device_setter(worker_device=f"/job:worker/task:{i}",
+                                            cluster=cluster)
+    with v1.device(setter):
+        global_step = v1.train.get_or_create_global_step()
+        model = build_model(tf, data.x_train.shape[1])
+        train_op = v1.train.AdamOptimizer(fv.learning_rate).minimize(
+            model["loss"], global_step=global_step)
+        init_op = v1.global_variables_initializer()
+    print(f"worker {i}: variable {global_step.op.name} on {global_step.device}, "
+          f"loss on {model['loss'].device}", flush=True)
+
+    config = v1.ConfigProto()
+    if fv.device_filters:
+        config.device_filters.extend(["/job:ps", f"/job:worker/task:{i}"])
+    print(f"worker {i}: device_filters={list(config.device_filters)}; "
+          f"opening a {fv.session} session", flush=True)
+    rng = np.random.default_rng(100 + i)  # each worker draws its own batches
+    logdir = fv.logdir or None
+
+    def train(sess: Any, should_stop: Any) -> int:
+        print(f"worker {i}: session ready", flush=True)
+        local, step = 0, sess.run(global_step)
+        while not should_stop() and step < fv.steps:
+            idx = rng.integers(0, len(data.x_train), fv.batch_size)
+            feed = {model["x"]: data.x_train[idx], model["y"]: data.y_train[idx]}
+            _, acc, step = sess.run([train_op, model["accuracy"], global_step], feed)
+            local += 1
+            if local % fv.log_every == 0 or step >= fv.steps:
+                print(f"Worker : {i}, Step: {step}, Accuracy (batch): {acc:.4f}", flush=True)
+        if is_chief:
+            test = sess.run(model["accuracy"], {model["x"]: data.x_test,
+                                                model["y"]: data.y_test})
+            print(f"Test accuracy: {test:.4f}", flush=True)
+        return local
+
+    began = time.monotonic()
+    if fv.session == "supervisor":
+        sv = v1.train.Supervisor(is_chief=is_chief, logdir=logdir, global_step=global_step,
+                                 init_op=init_op, summary_op=None, saver=None,
+                                 recovery_wait_secs=1)
+        with sv.managed_session(server.target, config=config) as sess:
+            local = train(sess, sv.should_stop)
+        sv.stop()
+    else:
+        # The successor: hooks instead of services, and it stops the session itself.
+        with v1.train.MonitoredTrainingSession(master=server.target, is_chief=is_chief,
+                                               checkpoint_dir=logdir, config=config,
+                                               save_checkpoint_secs=None,
+                                               save_summaries_steps=None,
+                                               log_step_count_steps=None) as sess:
+            local = train(sess, sess.should_stop)
+    print(f"worker {i}: done, {local} local steps in {time.monotonic() - began:.1f} s",
+          flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv if argv is None else argv)
+    try:
+        fv = parse_flags(argv)
+    except ValueError as exc:
+        print(f"tf1_mnist: {exc}", file=sys.stderr, flush=True)
+        return 2
+    from helpers.frameworks import import_tensorflow  # noqa: PLC0415  (after the flags)
+
+    tf = import_tensorflow()
+    v1 = tf.compat.v1
+    v1.disable_eager_execution()  # TF1 graphs and sessions, as the program was written
+    cluster = v1.train.ClusterSpec({"ps": _hosts(fv.ps_hosts),
+                                    "worker": _hosts(fv.worker_hosts)})
+    server = v1.train.Server(cluster, job_name=fv.job_name, task_index=fv.task_index)
+    print(f"{fv.job_name} {fv.task_index}: server at {server.target}", flush=True)
+    if fv.job_name == "ps":
+        server.join()  # serves the variables until the process is ended from outside
+        return 0
+    run_worker(tf, fv, cluster, server)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
