@@ -12,20 +12,24 @@ import pytest
 
 from helpers.strategies import StrategyChoice, mirrored_over, new_mirrored_strategy, replica_devices
 
+CPU_ONLY = """
+from helpers import import_tensorflow, use_logical_cpus
+from helpers.strategies import choose_strategy, mirrored_over, replica_devices
+tf = import_tensorflow()
+if tf.config.list_physical_devices("GPU"):
+    print("SKIP")  # these cases are about machines without GPUs
+    raise SystemExit
+"""
+
 
 def run_python(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=180)
+    """Run ``code`` after the CPU-only preamble in a fresh process (devices are set once)."""
+    return subprocess.run([sys.executable, "-c", CPU_ONLY + textwrap.dedent(code)],
+                          capture_output=True, text=True, timeout=180)
 
 
 def test_logical_cpus_give_a_mirrored_strategy_that_says_it_is_simulated():
     out = run_python("""
-        from helpers import import_tensorflow, use_logical_cpus
-        from helpers.strategies import choose_strategy, mirrored_over, replica_devices
-        tf = import_tensorflow()
-        if tf.config.list_physical_devices("GPU"):
-            print("SKIP")
-            raise SystemExit
         devices = use_logical_cpus(4)
         choice = choose_strategy()
         assert choice.kind == "logical-cpu" and choice.simulated
@@ -52,12 +56,6 @@ def test_logical_cpus_give_a_mirrored_strategy_that_says_it_is_simulated():
 
 def test_one_cpu_gives_the_default_strategy():
     out = run_python("""
-        from helpers import import_tensorflow
-        from helpers.strategies import choose_strategy, replica_devices
-        tf = import_tensorflow()
-        if tf.config.list_physical_devices("GPU"):
-            print("SKIP")
-            raise SystemExit
         choice = choose_strategy(announce=False)
         assert choice.kind == "default" and not choice.simulated
         assert choice.replicas == 1 and choice.devices == ()
