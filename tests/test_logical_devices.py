@@ -4,18 +4,10 @@ TensorFlow's runtime can start only once per process, so each case runs in a fre
 Python process.
 """
 
-import subprocess
-import sys
-import textwrap
-
 import pytest
+from fresh_python import run_python
 
 from helpers.logical_devices import DevicePlan, use_logical_cpus, use_virtual_gpus
-
-
-def run_python(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=180)
 
 
 def test_same_count_twice_is_a_no_op_and_a_different_count_after_start_is_explained():

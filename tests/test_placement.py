@@ -1,8 +1,8 @@
 """Placement logs parsed into records, from text and from a real TensorFlow run."""
 
-import subprocess
 import sys
-import textwrap
+
+from fresh_python import run_python
 
 from helpers.placement import PlacementLog, parse_placement
 
@@ -76,7 +76,7 @@ def test_unrelated_text_gives_no_records():
 
 def test_real_tensorflow_run_on_two_logical_cpus():
     """End to end: logical CPUs, logging on before the runtime starts, ops pinned."""
-    program = textwrap.dedent("""
+    program = """
         from helpers import capture_placement, import_tensorflow, use_logical_cpus
         tf = import_tensorflow()
         use_logical_cpus(2)
@@ -85,8 +85,7 @@ def test_real_tensorflow_run_on_two_logical_cpus():
             with tf.device("/CPU:1"):
                 c = tf.matmul(tf.ones((2, 3)), tf.ones((3, 2)))
         print("DEVICES", sorted(log.devices_of("MatMul")))
-    """)
-    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
-                         timeout=120)
+    """
+    out = run_python(program, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "DEVICES ['CPU:1']" in out.stdout

@@ -4,11 +4,8 @@ Logical devices can be configured only once per process, so cases that configure
 run in a fresh Python process.
 """
 
-import subprocess
-import sys
-import textwrap
-
 import pytest
+from fresh_python import run_python as run_fresh
 
 from helpers.strategies import StrategyChoice, mirrored_over, new_mirrored_strategy, replica_devices
 
@@ -22,10 +19,9 @@ if tf.config.list_physical_devices("GPU"):
 """
 
 
-def run_python(code: str) -> subprocess.CompletedProcess:
+def run_python(code: str):
     """Run ``code`` after the CPU-only preamble in a fresh process (devices are set once)."""
-    return subprocess.run([sys.executable, "-c", CPU_ONLY + textwrap.dedent(code)],
-                          capture_output=True, text=True, timeout=180)
+    return run_fresh(code, preamble=CPU_ONLY)
 
 
 def test_logical_cpus_give_a_mirrored_strategy_that_says_it_is_simulated():
