@@ -17,6 +17,7 @@ import sys
 from typing import Any
 
 from bench.stats import interleaved, median, paired_ratios
+from helpers.timing import sync_mxnet
 
 
 def gbps(nbytes: int, seconds: float) -> float:
@@ -44,7 +45,6 @@ def measure(sizes_mb: tuple[float, ...] = (4.0, 64.0), headline_mb: float = 64.0
     if headline_mb not in sizes_mb:
         raise ValueError(f"headline_mb={headline_mb} must be one of sizes_mb={sizes_mb}")
     mx = import_mxnet()
-    done = lambda _r: mx.nd.waitall()  # noqa: E731
     rows = []
     for mb in sizes_mb:
         count = int(mb * 2**20) // 4
@@ -56,8 +56,9 @@ def measure(sizes_mb: tuple[float, ...] = (4.0, 64.0), headline_mb: float = 64.0
         mx.nd.waitall()
         samples = interleaved({
             "numpy copyto": (lambda h=host, d=host_dst: np.copyto(d, h), lambda _r: None),
-            "mxnet copyto cpu(0)->cpu(1)": (lambda s=src, d=dst: s.copyto(d), done),
-            "mxnet as_in_context (allocates)": (lambda s=src: s.as_in_context(mx.cpu(1)), done),
+            "mxnet copyto cpu(0)->cpu(1)": (lambda s=src, d=dst: s.copyto(d), sync_mxnet),
+            "mxnet as_in_context (allocates)": (
+                lambda s=src: s.as_in_context(mx.cpu(1)), sync_mxnet),
         }, rounds=rounds, warmup=1)
         if not np.array_equal(dst.asnumpy(), host):
             raise RuntimeError("the MXNet copy does not hold the source values")
@@ -90,12 +91,11 @@ def _gpu_bandwidth(mb: float, rounds: int) -> dict[str, Any]:
     host = np.random.default_rng(3).random(count, dtype=np.float32)
     routes = {}
     if mx.context.num_gpus() > 0:
-        done = lambda _r: mx.nd.waitall()  # noqa: E731
         h = mx.nd.array(host, ctx=mx.cpu())
         d = mx.nd.zeros(count, ctx=mx.gpu(0))
         h_back = mx.nd.zeros(count, ctx=mx.cpu())
-        routes["mxnet host->gpu(0)"] = (lambda: h.copyto(d), done)
-        routes["mxnet gpu(0)->host"] = (lambda: d.copyto(h_back), done)
+        routes["mxnet host->gpu(0)"] = (lambda: h.copyto(d), sync_mxnet)
+        routes["mxnet gpu(0)->host"] = (lambda: d.copyto(h_back), sync_mxnet)
     if gpus:
         sync = lambda _r: tf.test.experimental.sync_devices()  # noqa: E731
         with tf.device("/CPU:0"):

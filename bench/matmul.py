@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 from bench.stats import gflops_matmul, interleaved, median, paired_ratios, spread
+from helpers.timing import sync_mxnet
 
 #: Variables that decide MXNet's and OpenBLAS's threads and kernels.
 BLAS_VARS = ("OMP_NUM_THREADS", "MXNET_OMP_MAX_THREADS", "OPENBLAS_CORETYPE",
@@ -240,12 +241,11 @@ def probe_mx(n: int = 2048, rounds: int = 5, budget_s: float = 20.0,
     A, B = mx.nd.array(a), mx.nd.array(b)
     BT = B.T.copy()  # FullyConnected computes X @ W.T
     mx.nd.waitall()
-    done = lambda _r: mx.nd.waitall()  # noqa: E731
     routes = {
         "numpy": (lambda: a @ b, lambda _r: None),
-        "mxnet dot": (lambda: mx.nd.dot(A, B), done),
+        "mxnet dot": (lambda: mx.nd.dot(A, B), sync_mxnet),
         "mxnet FullyConnected": (
-            lambda: mx.nd.FullyConnected(A, BT, num_hidden=n, no_bias=True), done),
+            lambda: mx.nd.FullyConnected(A, BT, num_hidden=n, no_bias=True), sync_mxnet),
     }
     check = mx.nd.FullyConnected(A, BT, num_hidden=n, no_bias=True).asnumpy()
     if not np.allclose(check, mx.nd.dot(A, B).asnumpy(), rtol=1e-3, atol=1e-2):
@@ -325,7 +325,7 @@ def probe_gpu(sizes: tuple[int, ...] = (2048, 4096, 8192), rounds: int = 5) -> d
         ctx = mx.gpu(0)
         A = mx.nd.random.uniform(shape=(n, n), ctx=ctx)
         B = mx.nd.random.uniform(shape=(n, n), ctx=ctx)
-        t = interleaved({"mx": (lambda: mx.nd.dot(A, B), lambda _r: mx.nd.waitall())},
+        t = interleaved({"mx": (lambda: mx.nd.dot(A, B), sync_mxnet)},
                         rounds=rounds, warmup=2)
         out["mx_gflops"] = gflops_matmul(n, median(t["mx"]))
         out["mx_vs_peak"] = out["mx_gflops"] / peak

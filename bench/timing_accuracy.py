@@ -30,6 +30,7 @@ import time
 from typing import Any
 
 from bench.stats import median, paired_ratios, relative_error, spread
+from helpers.timing import sync_mxnet
 
 
 def batch_size_for(one_run_s: float, target_s: float, most: int = 64) -> int:
@@ -108,7 +109,7 @@ def measure(n: int = 512, target_s: float = 0.1, rounds: int = 9) -> dict[str, A
 
     A = mx.nd.array(a)
     mx.nd.dot(A, A).wait_to_read()  # first call: allocation and kernel set-up
-    one = median([_reference(lambda: mx.nd.dot(A, A), lambda _r: mx.nd.waitall())
+    one = median([_reference(lambda: mx.nd.dot(A, A), sync_mxnet)
                   for _ in range(3)])
     k_mx = batch_size_for(one, target_s)
 
@@ -117,8 +118,7 @@ def measure(n: int = 512, target_s: float = 0.1, rounds: int = 9) -> dict[str, A
 
     mx_work()
     mx.nd.waitall()
-    mx_wait = lambda _r: mx.nd.waitall()  # noqa: E731
-    result["mxnet"] = _compare(mx_work, "mxnet", mx_wait, mx_wait, rounds, unsync=True)
+    result["mxnet"] = _compare(mx_work, "mxnet", sync_mxnet, sync_mxnet, rounds, unsync=True)
     result["mxnet"]["products"] = k_mx
 
     T = tf.constant(a)
