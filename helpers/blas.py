@@ -37,6 +37,9 @@ _TASKS = Path("/proc/self/task")
 MXNET_THREAD_SETTINGS = ("OMP_NUM_THREADS", "MXNET_OMP_MAX_THREADS", "MXNET_CPU_WORKER_NTHREADS",
                          "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE")
 
+#: OpenBLAS kernel sets without AVX: what an OpenBLAS falls back to on a CPU it does not know.
+GENERIC_KERNELS = ("Prescott", "Core2", "Penryn", "Dunnington", "Atom")
+
 
 def blas_libraries() -> Table:
     """Every BLAS and OpenMP runtime loaded in this process, as threadpoolctl sees them.
@@ -145,15 +148,40 @@ def busy_threads(fn: Callable[[], Any], min_seconds: float = 0.3,
     return sum(1 for t in used if t >= share * top)
 
 
+def cpu_seconds_per_call(fn: Callable[[], Any], min_seconds: float = 0.3) -> float:
+    """CPU time this process spends per call of ``fn``, over all of its threads.
+
+    Wall-clock time on a shared machine includes the time other programs held the cores;
+    CPU time does not, so it compares two kernels fairly even when the machine is busy.
+    ``fn`` runs once first (threads start lazily), then again and again until
+    ``min_seconds`` of wall time have passed. Idle threads that spin while they wait are
+    counted too, so compare runs that use the same number of threads.
+    """
+    if not callable(fn):
+        raise ValueError(f"cpu_seconds_per_call needs a function to call, not {fn!r}")
+    if (isinstance(min_seconds, bool) or not isinstance(min_seconds, (int, float))
+            or not min_seconds > 0):
+        raise ValueError(f"min_seconds must be a number > 0, not {min_seconds!r}")
+    fn()
+    calls, start, cpu_start = 0, time.perf_counter(), time.process_time()
+    while calls == 0 or time.perf_counter() - start < min_seconds:
+        fn()
+        calls += 1
+    return (time.process_time() - cpu_start) / calls
+
+
 def probe_mxnet_dot(env: Mapping[str, str] | None = None, size: int = 512, repeat: int = 5,
                     timeout: float = 120.0) -> dict[str, Any]:
     """Time MXNet's ``nd.dot`` and NumPy's ``@`` on ``size x size`` float32 in a fresh process.
 
-    ``env`` adds settings such as ``{"OPENBLAS_CORETYPE": "Haswell"}`` that only take
-    effect before MXNet is imported. Both products run in the same child, one after the
-    other, so their ratio holds even when the machine is busy. Only one MXNet context is
-    used: settings that give several threads to each of several concurrently running
-    contexts are not probed here.
+    Each product gets a wall-clock rate (``gflops_*``, median of ``repeat``) and a rate per
+    CPU-second (``cpu_gflops_*``): the second measures how efficient the kernels are and
+    barely moves when other programs share the cores. ``env`` adds settings such as
+    ``{"OPENBLAS_CORETYPE": "Haswell"}`` that only take effect before MXNet is imported.
+    Such a setting reaches every OpenBLAS in the child, NumPy's too (``kernels_numpy``
+    says which set NumPy got), so compare MXNet with MXNet across probes rather than
+    with NumPy. Only one MXNet context is used: settings that give several threads to
+    each of several concurrently running contexts are not probed here.
     """
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ValueError(f"size must be an int >= 1, not {size!r}")
@@ -207,8 +235,11 @@ def _probe(size: int, repeat: int) -> dict[str, Any]:
             samples.append(time.perf_counter() - start)
         samples.sort()
         out[f"gflops_{name}"] = flops / samples[len(samples) // 2] / 1e9
+        out[f"cpu_gflops_{name}"] = flops / cpu_seconds_per_call(fn) / 1e9
         out[f"threads_{name}"] = busy_threads(fn)
-    out["kernels_mxnet"] = kernels_of(blas_libraries(), "mxnet")
+    libraries = blas_libraries()
+    out["kernels_mxnet"] = kernels_of(libraries, "mxnet")
+    out["kernels_numpy"] = kernels_of(libraries, "numpy")
     return out
 
 

@@ -10,10 +10,18 @@ features) on stderr when it is imported and when it first looks for devices. The
 import captures the descriptor while that happens and keeps the text for anyone who wants
 to read it. It deliberately leaves ``TF_CPP_MIN_LOG_LEVEL`` alone: raising it would also
 hide the ``Executing op ... in device ...`` lines that the placement lessons read.
+
+TensorFlow 2.16+ also imports Keras eagerly at start-up: about 3 of the 7 seconds an
+import takes on a 2-core machine. Worker programs that use no Keras (TF1 graph code, a
+bare ``tf.distribute.Server``) skip that with ``import_tensorflow(keras=False)``, which
+matters when several tasks start at once on the same cores.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import sys
 from types import ModuleType
 
 import numpy
@@ -44,12 +52,21 @@ def import_mxnet() -> ModuleType:
     return mxnet
 
 
-def import_tensorflow(quiet: bool = True) -> ModuleType:
+def import_tensorflow(quiet: bool = True, keras: bool = True) -> ModuleType:
     """Import TensorFlow and look up its physical devices once, keeping C++ chatter out.
 
     The physical-device lookup is where CUDA is probed; it does not initialise the
     runtime, so logical devices can still be configured afterwards.
+
+    ``keras=False``, in a process that has not imported TensorFlow yet, makes TensorFlow
+    skip its eager Keras import: it is told that Keras is the legacy ``tf_keras`` package
+    (``TF_USE_LEGACY_KERAS=1``), tries to import that, finds it missing and goes on.
+    ``tf.keras`` is then unusable in the process, so only programs without Keras ask for
+    it. Where ``tf_keras`` is installed the setting would load it instead, so it is left
+    alone there.
     """
+    if not keras and "tensorflow" not in sys.modules and not _tf_keras_installed():
+        os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     if not quiet:
         import tensorflow as tf  # noqa: PLC0415
 
@@ -63,6 +80,10 @@ def import_tensorflow(quiet: bool = True) -> ModuleType:
         _startup_log.append(captured.stderr)
     tf.get_logger().setLevel("ERROR")
     return tf
+
+
+def _tf_keras_installed() -> bool:
+    return importlib.util.find_spec("tf_keras") is not None
 
 
 def startup_log() -> str:

@@ -40,6 +40,7 @@ class Profile:
     train_examples: int  # 05-07: examples per epoch
     epochs: int  # 05
     replica_counts: tuple[int, ...]  # 05: replicas timed
+    timed_examples: int  # 05: examples per timed epoch when comparing replica counts
     cluster_workers: int  # 06-09: worker processes
     cluster_steps: int  # 06-09: training steps
     scaling_workers: tuple[int, ...]  # 10: workers for the measured speed-up
@@ -56,7 +57,7 @@ PROFILES: dict[str, Profile] = {
         log_steps=1000,
         matpow_size=512, matpow_n=10,
         image_size=32, batch_per_replica=32, train_examples=1024, epochs=2,
-        replica_counts=(1, 2, 4),
+        replica_counts=(1, 2, 4), timed_examples=384,
         cluster_workers=2, cluster_steps=30,
         scaling_workers=(1, 2, 4),
         message_sizes_kb=(1, 16, 256, 4096),
@@ -70,7 +71,7 @@ PROFILES: dict[str, Profile] = {
         log_steps=1000,
         matpow_size=2000, matpow_n=10,
         image_size=64, batch_per_replica=32, train_examples=4096, epochs=3,
-        replica_counts=(1, 2, 4),
+        replica_counts=(1, 2, 4), timed_examples=4096,
         cluster_workers=2, cluster_steps=100,
         scaling_workers=(1, 2, 4),
         message_sizes_kb=(1, 16, 256, 4096, 65536),
@@ -84,7 +85,7 @@ PROFILES: dict[str, Profile] = {
         log_steps=1000,
         matpow_size=10000, matpow_n=10,
         image_size=150, batch_per_replica=64, train_examples=8192, epochs=3,
-        replica_counts=(1, 2, 4, 8),
+        replica_counts=(1, 2, 4, 8), timed_examples=8192,
         cluster_workers=2, cluster_steps=200,
         scaling_workers=(1, 2, 4),
         message_sizes_kb=(1, 16, 256, 4096, 65536),

@@ -416,22 +416,27 @@ class LocalTFCluster:
         self.killed_at[task] = time.monotonic()
         self.group.kill(task, signal.SIGKILL)
 
-    def restart(self, task: str) -> float:
-        """Start ``task`` again on its own port (killing it first if it still runs).
+    def restart(self, tasks: str | list[str]) -> float:
+        """Start a task (a name) or several (a list) again on their own ports.
 
-        Returns seconds until its port accepts; the earlier run's log is kept in
-        :meth:`logs`. On failure the whole cluster is stopped, as in :meth:`start`.
+        Any that still runs is killed first. All are launched before waiting, so several
+        tasks restart in about the time of one. Returns seconds until the last port
+        accepts; the earlier runs' logs are kept in :meth:`logs`. On failure the whole
+        cluster is stopped, as in :meth:`start`.
         """
-        self._check_task(task)
-        if self._alive(task):
-            self.group.kill(task, signal.SIGKILL)
+        chosen = [tasks] if isinstance(tasks, str) else self._chosen(tasks)
+        for task in chosen:
+            self._check_task(task)
+            if self._alive(task):
+                self.group.kill(task, signal.SIGKILL)
         deadline = time.monotonic() + 10.0
-        while not port_bindable(self.port(task), self.host):
-            if time.monotonic() > deadline:
-                raise ValueError(f"port of {task} ({self.address(task)}) is still in use; "
-                                 "end the process holding it")
-            time.sleep(0.05)
-        return self.start([task])
+        for task in chosen:
+            while not port_bindable(self.port(task), self.host):
+                if time.monotonic() > deadline:
+                    raise ValueError(f"port of {task} ({self.address(task)}) is still in use; "
+                                     "end the process holding it")
+                time.sleep(0.05)
+        return self.start(chosen)
 
     def exit_codes(self) -> dict[str, int | None]:
         """Exit code per task: None while running (or never started), < 0 for a signal."""

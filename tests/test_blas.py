@@ -11,6 +11,7 @@ from helpers.blas import (
     _owner,
     blas_libraries,
     busy_threads,
+    cpu_seconds_per_call,
     kernels_of,
     probe_mxnet_dot,
     suggested_coretype,
@@ -84,11 +85,26 @@ def test_busy_threads_rejects_bad_input():
         busy_threads(lambda: None, share=1.5)
 
 
+def test_cpu_seconds_per_call_counts_cpu_time_not_waiting():
+    busy = cpu_seconds_per_call(lambda: spin(0.02), min_seconds=0.2)
+    asleep = cpu_seconds_per_call(lambda: time.sleep(0.02), min_seconds=0.2)
+    assert 0.01 < busy < 0.2  # a spin of 20 ms costs about 20 ms of CPU, even on a busy machine
+    assert asleep < 0.5 * busy  # sleeping costs almost none
+
+
+def test_cpu_seconds_per_call_rejects_bad_input():
+    with pytest.raises(ValueError, match="function"):
+        cpu_seconds_per_call("nd.dot")
+    with pytest.raises(ValueError, match="min_seconds"):
+        cpu_seconds_per_call(lambda: None, min_seconds=-1)
+
+
 def test_probe_runs_mxnet_in_a_fresh_process_with_the_given_settings():
     result = probe_mxnet_dot({"OPENBLAS_CORETYPE": "Prescott"}, size=128, repeat=2)
     assert result["settings"] == {"OPENBLAS_CORETYPE": "Prescott"}
     assert result["kernels_mxnet"] == "Prescott"  # the setting reached the child's OpenBLAS
     assert result["gflops_mxnet"] > 0 and result["gflops_numpy"] > 0
+    assert result["cpu_gflops_mxnet"] > 0 and result["cpu_gflops_numpy"] > 0
 
 
 def test_probe_rejects_bad_input():

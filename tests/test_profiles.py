@@ -17,6 +17,14 @@ def test_every_profile_fills_every_field_with_positive_sizes():
                 assert value and all(v > 0 for v in value), (profile.name, field.name)
 
 
+def test_timed_epochs_split_into_whole_steps_for_every_replica_count():
+    for profile in PROFILES.values():
+        for k in profile.replica_counts:
+            global_batch = profile.batch_per_replica * k
+            assert profile.timed_examples % global_batch == 0, (profile.name, k)
+            assert profile.train_examples % global_batch == 0, (profile.name, k)
+
+
 def test_gpu_profile_uses_the_seeds_full_sizes():
     gpu = PROFILES["gpu"]
     assert (gpu.matpow_size, gpu.matpow_n, gpu.image_size) == (10000, 10, 150)

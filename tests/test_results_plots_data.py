@@ -58,6 +58,16 @@ def test_plots_reject_mismatched_or_empty_data():
         bar_timings([TimingResult("a", [1.0])], unit="hours")
 
 
+def test_digits_read_without_scikit_learn_equal_its_own_loader():
+    from sklearn.datasets import load_digits as sklearn_load_digits
+
+    from helpers.data import _read_sklearn_digits
+
+    images, labels = _read_sklearn_digits()
+    bunch = sklearn_load_digits()
+    assert np.array_equal(images, bunch.images) and np.array_equal(labels, bunch.target)
+
+
 def test_digits_are_real_scaled_and_split(monkeypatch, tmp_path):
     monkeypatch.setattr("helpers.data.MNIST_CACHE", tmp_path / "absent.npz")
     digits = load_digits()

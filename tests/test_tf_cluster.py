@@ -327,6 +327,23 @@ def test_kill_and_restart_on_the_same_port_keeps_the_old_log(fake_module, capsys
         assert shown.splitlines()[1].startswith("listening on")
 
 
+def test_restarting_several_tasks_at_once_kills_the_running_and_keeps_every_log(fake_module):
+    module, env = fake_module
+    with LocalTFCluster(module, workers=3, env=env) as cluster:
+        cluster.start()
+        cluster.kill("worker-1")
+        old_pids = {t: cluster.group.processes[t].pid for t in ("worker-1", "worker-2")}
+        assert cluster.restart(["worker-1", "worker-2"]) > 0  # worker-2 was still running
+        for task in ("worker-1", "worker-2"):
+            assert cluster.group.processes[task].pid != old_pids[task]
+            assert cluster.exit_codes()[task] is None
+            cluster.wait_for_log(task, "listening on")
+            assert cluster.logs()[task].count("listening on") == 2
+        assert cluster.group.processes["worker-0"].alive  # the others are left alone
+        with pytest.raises(ValueError, match="no task 'worker-7'"):
+            cluster.restart(["worker-0", "worker-7"])
+
+
 def test_show_logs_filters(fake_module, capsys):
     module, env = fake_module
     with LocalTFCluster(module, workers=1, env=env) as cluster:

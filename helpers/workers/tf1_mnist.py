@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from helpers.frameworks import import_tensorflow  # noqa: PLC0415  (after the flags)
 
-    tf = import_tensorflow()
+    tf = import_tensorflow(keras=False)  # this program uses no Keras: start faster
     v1 = tf.compat.v1
     v1.disable_eager_execution()  # TF1 graphs and sessions, as the program was written
     cluster = v1.train.ClusterSpec({"ps": _hosts(fv.ps_hosts),
