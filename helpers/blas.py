@@ -49,7 +49,7 @@ def blas_libraries() -> Table:
     """
     try:
         from threadpoolctl import threadpool_info  # noqa: PLC0415
-    except ImportError as err:  # scikit-learn brings threadpoolctl; say what to install
+    except ImportError as err:  # pinned in requirements.txt; say what to install
         raise RuntimeError("blas_libraries needs threadpoolctl: pip install threadpoolctl") from err
     table = Table(["used by", "library", "version", "kernels", "threads", "threading"])
     for info in threadpool_info():

@@ -2,18 +2,15 @@
 
 The seeds train on MNIST. Keras downloads it on first use and caches it in
 ``~/.keras/datasets/mnist.npz``; CI machines and many classrooms have no internet, so
-when that cache is missing the series uses scikit-learn's bundled digits data set
-(1,797 real 8x8 scans of handwritten digits, UCI), which ships inside the package.
-Both come back in the same shape and the notebook prints which one it used.
-
-The digits are read straight from the CSV file inside the scikit-learn package, as
-scikit-learn's own loader does, without importing scikit-learn: that import costs about
-1.7 s, which every worker process of a local cluster would pay at the same time.
+when that cache is missing the series uses the UCI handwritten digits bundled in
+``helpers/datasets/`` (1,797 real 8x8 scans, the set scikit-learn calls ``load_digits``;
+see the README there). Both come back in the same shape and the notebook prints which
+one it used. Reading the small bundled file needs only NumPy, which keeps worker
+processes quick to start.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,42 +45,33 @@ def _load_mnist(path: Path) -> Digits:
                   y_test.astype(np.int64))
 
 
-def _digits_csv() -> Path | None:
-    """The digits file bundled with scikit-learn, found without importing the package."""
-    spec = importlib.util.find_spec("sklearn")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(spec.submodule_search_locations[0]) / "datasets" / "data" / "digits.csv.gz"
-    return path if path.is_file() else None
+#: The bundled UCI digits: one row per image, 64 pixel values (0-16) and then the label.
+DIGITS_FILE = Path(__file__).with_name("datasets") / "uci_digits.csv.gz"
 
 
-def _read_sklearn_digits() -> tuple[np.ndarray, np.ndarray]:
-    """(images N x 8 x 8 with values 0-16, labels N): the bundled file, else the loader."""
-    path = _digits_csv()
-    if path is None:  # a scikit-learn that keeps the file elsewhere: use its loader
-        from sklearn.datasets import load_digits as sklearn_load_digits  # noqa: PLC0415
-
-        bunch = sklearn_load_digits()
-        return bunch.images, bunch.target
-    table = np.loadtxt(path, delimiter=",")  # 64 pixel values, then the label, per row
+def read_uci_digits(path: Path = DIGITS_FILE) -> tuple[np.ndarray, np.ndarray]:
+    """(images N x 8 x 8 with values 0-16, labels N) from the bundled file."""
+    if not path.is_file():
+        raise FileNotFoundError(f"the digits file {path} is missing; restore it with "
+                                "`git checkout helpers/datasets` (it ships with the series)")
+    table = np.loadtxt(path, delimiter=",")
     return table[:, :-1].reshape(-1, 8, 8), table[:, -1].astype(np.int64)
 
 
-def _load_sklearn_digits(test_fraction: float, seed: int) -> Digits:
-    pixels, target = _read_sklearn_digits()
+def _load_uci_digits(test_fraction: float, seed: int) -> Digits:
+    pixels, labels = read_uci_digits()
     images = (pixels / 16.0).astype(np.float32)[..., None]
-    labels = target.astype(np.int64)
     order = np.random.default_rng(seed).permutation(len(images))
     n_test = int(round(len(images) * test_fraction))
     test, train = order[:n_test], order[n_test:]
-    return Digits("scikit-learn digits (UCI, bundled)", images[train], labels[train],
+    return Digits("UCI handwritten digits (bundled)", images[train], labels[train],
                   images[test], labels[test])
 
 
 def load_digits(prefer_mnist: bool = True, test_fraction: float = 0.2, seed: int = 0) -> Digits:
-    """MNIST from the Keras cache when present (and preferred), else scikit-learn's digits."""
+    """MNIST from the Keras cache when present (and preferred), else the bundled UCI digits."""
     if not 0.0 < test_fraction < 1.0:
         raise ValueError(f"test_fraction must be between 0 and 1, not {test_fraction!r}")
     if prefer_mnist and MNIST_CACHE.exists():
         return _load_mnist(MNIST_CACHE)
-    return _load_sklearn_digits(test_fraction, seed)
+    return _load_uci_digits(test_fraction, seed)

@@ -35,7 +35,7 @@ def training_arrays(examples: int, seed: int = 0) -> tuple[np.ndarray, np.ndarra
     """``examples`` digit images (N, H, W, 1) float32 and int labels, plus the data source.
 
     Takes the first ``examples`` training images of :func:`helpers.data.load_digits`
-    (MNIST when cached, else scikit-learn's digits), repeated if there are fewer.
+    (MNIST when cached, else the bundled UCI digits), repeated if there are fewer.
     """
     _check_positive(examples, "examples")
     digits = load_digits(seed=seed)

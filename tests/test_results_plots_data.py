@@ -58,20 +58,27 @@ def test_plots_reject_mismatched_or_empty_data():
         bar_timings([TimingResult("a", [1.0])], unit="hours")
 
 
-def test_digits_read_without_scikit_learn_equal_its_own_loader():
-    from sklearn.datasets import load_digits as sklearn_load_digits
+def test_bundled_digits_are_the_uci_test_set():
+    from helpers.data import read_uci_digits
 
-    from helpers.data import _read_sklearn_digits
+    images, labels = read_uci_digits()
+    assert images.shape == (1797, 8, 8) and labels.shape == (1797,)
+    assert np.array_equal(images, np.round(images)) and images.min() == 0 and images.max() == 16
+    # images per digit in the UCI test set (optdigits.tes)
+    assert np.bincount(labels).tolist() == [178, 182, 177, 183, 181, 182, 181, 179, 174, 180]
 
-    images, labels = _read_sklearn_digits()
-    bunch = sklearn_load_digits()
-    assert np.array_equal(images, bunch.images) and np.array_equal(labels, bunch.target)
+
+def test_missing_digits_file_says_how_to_restore_it(tmp_path):
+    from helpers.data import read_uci_digits
+
+    with pytest.raises(FileNotFoundError, match="git checkout helpers/datasets"):
+        read_uci_digits(tmp_path / "gone.csv.gz")
 
 
 def test_digits_are_real_scaled_and_split(monkeypatch, tmp_path):
     monkeypatch.setattr("helpers.data.MNIST_CACHE", tmp_path / "absent.npz")
     digits = load_digits()
-    assert digits.source.startswith("scikit-learn digits")
+    assert digits.source == "UCI handwritten digits (bundled)"
     assert digits.x_train.shape[1:] == (8, 8, 1) and digits.x_train.dtype == np.float32
     assert 0.0 <= digits.x_train.min() and digits.x_train.max() <= 1.0
     assert len(digits.x_train) + len(digits.x_test) == 1797
