@@ -215,10 +215,12 @@ class LocalMXCluster:
         workers = [p for n, p in self.group.processes.items() if self.role_of(n) == "worker"]
 
         def formed() -> bool:
+            if wait_for_workers and all(READY in p.log() for p in workers):
+                # Every worker saw the whole cluster. A short job may already have ended
+                # (scheduler included) by the time this is checked; wait() reports how.
+                return True
             self._raise_if_any_exited(ignore_ready=True)
-            if not port_accepts(self.port, self.host):
-                return False
-            return not wait_for_workers or all(READY in p.log() for p in workers)
+            return not wait_for_workers and port_accepts(self.port, self.host)
 
         what = "the cluster formed (every worker ready)" if wait_for_workers else "listening"
         self.group.wait_until(scheduler, formed, self.ready_timeout, what)

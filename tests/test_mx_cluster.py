@@ -197,6 +197,17 @@ def test_dist_sync_push_pull_across_two_workers_and_two_servers(tmp_path):
         f"{n}.log" for n in cluster.task_names())
 
 
+def test_a_job_that_ends_before_start_looks_counts_as_formed(monkeypatch):
+    # Seen on a quick machine: the whole push-pull job, scheduler included, had exited
+    # before start() first polled the scheduler's port. Never accepting reproduces that.
+    monkeypatch.setattr("helpers.mx_cluster.port_accepts", lambda *args, **kwargs: False)
+    with LocalMXCluster(PUSHPULL, workers=2, servers=1,
+                        args=["--rounds", "1", "--sizes-kb", "4"]) as cluster:
+        assert cluster.start() > 0
+        codes = cluster.wait(timeout=120)
+    assert codes == {name: 0 for name in cluster.task_names()}
+
+
 def test_train_on_cluster_runs_the_training_program_end_to_end():
     cluster = train_on_cluster(1, ["--steps", "4", "--warmup-steps", "1", "--global-batch", "16",
                                    "--compute-batches", "8", "--sizes-kb", "1"], timeout=120)
