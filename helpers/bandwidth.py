@@ -23,6 +23,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
+from helpers.checks import require_int
 from helpers.table import Table
 from helpers.timing import TimingResult, benchmark, resolve_sync
 
@@ -46,10 +47,8 @@ def elements_for(size_mb: float, itemsize: int = FLOAT32_BYTES) -> int:
 def repeats_for(nbytes: float, repeat: int, big_repeat: int = 2,
                 big_bytes: float = BIG_BYTES) -> int:
     """``repeat`` timed copies for small sizes, ``big_repeat`` (if fewer) from ``big_bytes`` on."""
-    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
-        raise ValueError(f"repeat must be an int >= 1, not {repeat!r}")
-    if isinstance(big_repeat, bool) or not isinstance(big_repeat, int) or big_repeat < 1:
-        raise ValueError(f"big_repeat must be an int >= 1, not {big_repeat!r}")
+    require_int("repeat", repeat, 1)
+    require_int("big_repeat", big_repeat, 1)
     return min(repeat, big_repeat) if nbytes >= big_bytes else repeat
 
 

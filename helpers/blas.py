@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from helpers.checks import require_int, require_positive_number
 from helpers.table import Table
 
 _TASKS = Path("/proc/self/task")
@@ -128,9 +129,7 @@ def busy_threads(fn: Callable[[], Any], min_seconds: float = 0.3,
     """
     if not callable(fn):
         raise ValueError(f"busy_threads needs a function to call, not {fn!r}")
-    if (isinstance(min_seconds, bool) or not isinstance(min_seconds, (int, float))
-            or not min_seconds > 0):
-        raise ValueError(f"min_seconds must be a number > 0, not {min_seconds!r}")
+    require_positive_number("min_seconds", min_seconds)
     if not 0 < share <= 1:
         raise ValueError(f"share must be in (0, 1], not {share!r}")
     fn()  # threads start lazily; let them exist before counting
@@ -159,9 +158,7 @@ def cpu_seconds_per_call(fn: Callable[[], Any], min_seconds: float = 0.3) -> flo
     """
     if not callable(fn):
         raise ValueError(f"cpu_seconds_per_call needs a function to call, not {fn!r}")
-    if (isinstance(min_seconds, bool) or not isinstance(min_seconds, (int, float))
-            or not min_seconds > 0):
-        raise ValueError(f"min_seconds must be a number > 0, not {min_seconds!r}")
+    require_positive_number("min_seconds", min_seconds)
     fn()
     calls, start, cpu_start = 0, time.perf_counter(), time.process_time()
     while calls == 0 or time.perf_counter() - start < min_seconds:
@@ -183,10 +180,8 @@ def probe_mxnet_dot(env: Mapping[str, str] | None = None, size: int = 512, repea
     with NumPy. Only one MXNet context is used: settings that give several threads to
     each of several concurrently running contexts are not probed here.
     """
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise ValueError(f"size must be an int >= 1, not {size!r}")
-    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
-        raise ValueError(f"repeat must be an int >= 1, not {repeat!r}")
+    require_int("size", size, 1)
+    require_int("repeat", repeat, 1)
     extra = dict(env or {})
     for key, value in extra.items():
         if not isinstance(key, str) or not isinstance(value, str):

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from helpers.checks import require_int
+
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 #: Relative error accepted for float32 matrix products on a CPU. Sums of positive terms
@@ -40,13 +42,11 @@ TF32_RTOL = 2e-2
 
 
 def _check_power(n: int, what: str = "n") -> None:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"{what} must be an int >= 0, not {n!r}")
+    require_int(what, n, 0)
 
 
 def _check_size(size: int) -> None:
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise ValueError(f"the matrix size must be an int >= 1, not {size!r}")
+    require_int("the matrix size", size, 1)
 
 
 def matpow(M: Any, n: int, matmul: Callable[[Any, Any], Any]) -> Any:
@@ -78,8 +78,7 @@ def matpow_flops(size: int, n: int, matrices: int = 2) -> float:
     """
     _check_size(size)
     _check_power(n)
-    if isinstance(matrices, bool) or not isinstance(matrices, int) or matrices < 1:
-        raise ValueError(f"matrices must be an int >= 1, not {matrices!r}")
+    require_int("matrices", matrices, 1)
     return float(matrices * n * 2 * size**3 + (matrices - 1) * size**2)
 
 
@@ -91,8 +90,7 @@ def entry_log10(size: int, power: int, mean: float = 0.5) -> float:
     Returned as a logarithm because the value itself can exceed any float.
     """
     _check_size(size)
-    if isinstance(power, bool) or not isinstance(power, int) or power < 1:
-        raise ValueError(f"power must be an int >= 1, not {power!r}")
+    require_int("power", power, 1)
     if not mean > 0:
         raise ValueError(f"mean must be > 0 (U[0, 1) entries have mean 0.5), not {mean!r}")
     return power * math.log10(mean) + (power - 1) * math.log10(size)
@@ -125,8 +123,7 @@ def largest_safe_n(size: int, mean: float = 0.5, limit: float = FLOAT32_MAX,
 
 def matvec_power(M: np.ndarray, power: int, v: np.ndarray) -> np.ndarray:
     """``M**power @ v`` in float64 as ``power`` matrix-vector products (cheap reference)."""
-    if isinstance(power, bool) or not isinstance(power, int) or power < 0:
-        raise ValueError(f"power must be an int >= 0, not {power!r}")
+    require_int("power", power, 0)
     M = np.asarray(M)
     if M.ndim != 2 or M.shape[0] != M.shape[1]:
         raise ValueError(f"M must be a square matrix, not an array of shape {M.shape}")
@@ -186,6 +183,5 @@ def device_memory_mb(size: int, chains: int = 2) -> int:
     small for the seed's 10^4 x 10^4 matrices).
     """
     _check_size(size)
-    if isinstance(chains, bool) or not isinstance(chains, int) or chains < 1:
-        raise ValueError(f"chains must be an int >= 1, not {chains!r}")
+    require_int("chains", chains, 1)
     return math.ceil(chains * 5 * size * size * 4 / 2**20)

@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from helpers.checks import require_int
+
 _LIVE_GROUPS: weakref.WeakSet[ProcessGroup] = weakref.WeakSet()
 _PR_SET_PDEATHSIG = 1
 
@@ -45,8 +47,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
     """``n`` distinct free ports."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"the number of ports must be an int >= 1, not {n!r}")
+    require_int("the number of ports", n, 1)
     ports: set[int] = set()
     while len(ports) < n:
         ports.add(free_port(host))

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from helpers.checks import require_int
 from helpers.processes import ProcessGroup, free_ports, port_accepts, python_module_command
 from helpers.table import Table
 
@@ -42,8 +43,7 @@ _TF_LOG_LINE = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ \S+\] ")
 
 
 def _check_count(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"the number of {what} must be an int >= 0, not {value!r}")
+    require_int(f"the number of {what}", value, 0)
     return value
 
 

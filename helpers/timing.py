@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from helpers.checks import require_int
+
 SYNCS = ("mxnet", "tensorflow", "none")
 
 
@@ -137,10 +139,8 @@ def benchmark(
     if not callable(fn):
         raise ValueError(f"benchmark needs a function to call, not {fn!r}")
     wait = resolve_sync(sync)
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"warmup must be an int >= 0, not {warmup!r}")
-    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
-        raise ValueError(f"repeat must be an int >= 1, not {repeat!r}")
+    require_int("warmup", warmup, 0)
+    require_int("repeat", repeat, 1)
     _check_positive("flops", flops)
     _check_positive("nbytes", nbytes)
     for _ in range(warmup):

@@ -21,13 +21,13 @@ from typing import Any
 
 import numpy as np
 
+from helpers.checks import require_int
 from helpers.data import load_digits
 from helpers.frameworks import import_tensorflow
 
 
 def _check_positive(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{what} must be an int >= 1, not {value!r}")
+    require_int(what, value, 1)
     return value
 
 
@@ -86,8 +86,7 @@ def make_dataset(x: np.ndarray, y: np.ndarray, batch: int, seed: int | None = 0,
     as no global seed is set (``tf.random.set_seed``, ``keras.utils.set_random_seed``).
     """
     _check_positive(batch, "batch")
-    if isinstance(start_step, bool) or not isinstance(start_step, int) or start_step < 0:
-        raise ValueError(f"start_step must be an int >= 0, not {start_step!r}")
+    require_int("start_step", start_step, 0)
     if len(x) != len(y):
         raise ValueError(f"{len(x)} images but {len(y)} labels")
     if batch > len(x):
