@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from bench.stats import median
+from helpers.checks import require_int
 
 WORKER = "helpers.workers.tf_server"
 
@@ -74,8 +75,7 @@ def _fixed_sleep_launch(sleep_s: float, ready_timeout: float) -> dict[str, Any]:
 def measure(repeats: int = 3, tutorial_sleep_s: float = 10.0,
             ready_timeout: float = 120.0) -> dict[str, Any]:
     """Ready and teardown seconds of the 2-worker cluster (medians) and the comparisons."""
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be an int >= 1, not {repeats!r}")
+    require_int("repeats", repeats, 1)
     runs = [_cluster_once(2, ready_timeout) for _ in range(repeats)]
     single = _cluster_once(1, ready_timeout)
     tutorial = _fixed_sleep_launch(tutorial_sleep_s, ready_timeout)

@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 from bench.stats import gflops_matmul, interleaved, median, paired_ratios, spread
+from helpers.checks import require_int
 from helpers.timing import sync_mxnet
 
 #: Variables that decide MXNet's and OpenBLAS's threads and kernels.
@@ -79,8 +80,7 @@ def mx_configs(cores: int, coretype: str | None) -> list[dict[str, Any]]:
     ``series`` is how the notebooks run (``helpers.frameworks.import_mxnet`` in an
     untouched environment); the others import MXNet bare, with only the listed settings.
     """
-    if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
-        raise ValueError(f"cores must be an int >= 1, not {cores!r}")
+    require_int("cores", cores, 1)
     configs = [
         {"name": "series", "what": "as the notebooks run (helpers.frameworks.import_mxnet)",
          "env": {}, "unset": (), "helper": True},

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from helpers.checks import require_int
+
 
 def _check_samples(values: Sequence[float], what: str) -> list[float]:
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
@@ -64,8 +66,7 @@ def relative_error(measured: float, reference: float) -> float:
 
 def gflops_matmul(n: int, seconds: float) -> float:
     """GFLOP/s of an n x n by n x n matrix product (2 n^3 floating-point operations)."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"matrix side must be an int >= 1, not {n!r}")
+    require_int("matrix side", n, 1)
     if not seconds > 0:
         raise ValueError(f"seconds must be > 0, not {seconds!r}")
     return 2.0 * n**3 / seconds / 1e9
@@ -108,10 +109,8 @@ def interleaved(
     for name, pair in contestants.items():
         if not (isinstance(pair, tuple) and len(pair) == 2 and all(map(callable, pair))):
             raise ValueError(f"contestant {name!r} must be a (work, sync) pair of callables")
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-        raise ValueError(f"rounds must be an int >= 1, not {rounds!r}")
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"warmup must be an int >= 0, not {warmup!r}")
+    require_int("rounds", rounds, 1)
+    require_int("warmup", warmup, 0)
     names = list(contestants)
     for _ in range(warmup):
         for name in names:

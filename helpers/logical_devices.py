@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from helpers.checks import require_int
 from helpers.devices import cpu_cores
 from helpers.frameworks import import_tensorflow
 
@@ -21,8 +22,7 @@ _RESTART = "restart the kernel (Kernel > Restart) and run the notebook from the 
 
 
 def _check_count(n: int, what: str) -> None:
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise ValueError(f"{what} must be an int >= 1, not {n!r}")
+    require_int(what, n, 1)
 
 
 def _configure(device_type: str, physical: Any, configs: list[Any]) -> None:
