@@ -21,10 +21,6 @@ from helpers.frameworks import import_tensorflow
 _RESTART = "restart the kernel (Kernel > Restart) and run the notebook from the top"
 
 
-def _check_count(n: int, what: str) -> None:
-    require_int(what, n, 1)
-
-
 def _configure(device_type: str, physical: Any, configs: list[Any]) -> None:
     tf = import_tensorflow()
     current = tf.config.get_logical_device_configuration(physical)
@@ -48,7 +44,7 @@ def use_logical_cpus(n: int) -> list[str]:
     Calling again with the same ``n`` does nothing; a different ``n`` once the runtime
     has started raises RuntimeError (only a kernel restart can change it).
     """
-    _check_count(n, "the number of logical CPUs")
+    require_int("the number of logical CPUs", n, 1)
     tf = import_tensorflow()
     cpu = tf.config.list_physical_devices("CPU")[0]
     _configure("CPU", cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(n)])
@@ -57,8 +53,8 @@ def use_logical_cpus(n: int) -> list[str]:
 
 def use_virtual_gpus(n: int, memory_mb: int = 1024) -> list[str]:
     """Split every physical GPU into ``n`` virtual GPUs of ``memory_mb`` each."""
-    _check_count(n, "the number of virtual GPUs per physical GPU")
-    _check_count(memory_mb, "memory_mb")
+    require_int("the number of virtual GPUs per physical GPU", n, 1)
+    require_int("memory_mb", memory_mb, 1)
     tf = import_tensorflow()
     gpus = tf.config.list_physical_devices("GPU")
     if not gpus:
@@ -120,7 +116,7 @@ class DevicePlan:
 
 def plan_devices(needed: int, gpu_memory_mb: int = 1024) -> DevicePlan:
     """Configure ``needed`` devices (real GPUs, else virtual GPUs, else logical CPUs)."""
-    _check_count(needed, "the number of devices a lesson needs")
+    require_int("the number of devices a lesson needs", needed, 1)
     tf = import_tensorflow()
     gpus = len(tf.config.list_physical_devices("GPU"))
     if gpus >= needed:

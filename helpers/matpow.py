@@ -41,14 +41,6 @@ FLOAT32_RTOL = 1e-3
 TF32_RTOL = 2e-2
 
 
-def _check_power(n: int, what: str = "n") -> None:
-    require_int(what, n, 0)
-
-
-def _check_size(size: int) -> None:
-    require_int("the matrix size", size, 1)
-
-
 def matpow(M: Any, n: int, matmul: Callable[[Any, Any], Any]) -> Any:
     """The seed's recursion: ``matmul(M, matpow(M, n - 1))``, and ``M`` when ``n < 1``.
 
@@ -56,7 +48,7 @@ def matpow(M: Any, n: int, matmul: Callable[[Any, Any], Any]) -> Any:
     product, e.g. ``tf.matmul`` or ``mx.nd.dot``; the products run wherever that
     framework places them (inside ``tf.device(...)``, or on the arrays' MXNet context).
     """
-    _check_power(n)
+    require_int("n", n, 0)
     if not callable(matmul):
         raise ValueError(f"matmul must be a function such as tf.matmul or nd.dot, not {matmul!r}")
     if n < 1:
@@ -66,7 +58,7 @@ def matpow(M: Any, n: int, matmul: Callable[[Any, Any], Any]) -> Any:
 
 def true_power(n: int) -> int:
     """The power ``matpow(M, n)`` really computes: ``n + 1``."""
-    _check_power(n)
+    require_int("n", n, 0)
     return n + 1
 
 
@@ -76,8 +68,8 @@ def matpow_flops(size: int, n: int, matrices: int = 2) -> float:
     A product of two ``size x size`` matrices costs ``2 * size**3`` operations (one
     multiply and one add per term); the final sum adds ``(matrices - 1) * size**2``.
     """
-    _check_size(size)
-    _check_power(n)
+    require_int("the matrix size", size, 1)
+    require_int("n", n, 0)
     require_int("matrices", matrices, 1)
     return float(matrices * n * 2 * size**3 + (matrices - 1) * size**2)
 
@@ -89,7 +81,7 @@ def entry_log10(size: int, power: int, mean: float = 0.5) -> float:
     equal to ``mean**k * size**(k - 1)``; the noise changes that by a few per cent.
     Returned as a logarithm because the value itself can exceed any float.
     """
-    _check_size(size)
+    require_int("the matrix size", size, 1)
     require_int("power", power, 1)
     if not mean > 0:
         raise ValueError(f"mean must be > 0 (U[0, 1) entries have mean 0.5), not {mean!r}")
@@ -182,6 +174,6 @@ def device_memory_mb(size: int, chains: int = 2) -> int:
     fragmentation: five matrices. Used to size virtual GPUs (whose default 1 GiB is too
     small for the seed's 10^4 x 10^4 matrices).
     """
-    _check_size(size)
+    require_int("the matrix size", size, 1)
     require_int("chains", chains, 1)
     return math.ceil(chains * 5 * size * size * 4 / 2**20)

@@ -26,18 +26,13 @@ from helpers.data import load_digits
 from helpers.frameworks import import_tensorflow
 
 
-def _check_positive(value: Any, what: str) -> int:
-    require_int(what, value, 1)
-    return value
-
-
 def training_arrays(examples: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, str]:
     """``examples`` digit images (N, H, W, 1) float32 and int labels, plus the data source.
 
     Takes the first ``examples`` training images of :func:`helpers.data.load_digits`
     (MNIST when cached, else the bundled UCI digits), repeated if there are fewer.
     """
-    _check_positive(examples, "examples")
+    require_int("examples", examples, 1)
     digits = load_digits(seed=seed)
     index = np.arange(examples) % len(digits.x_train)
     return digits.x_train[index], digits.y_train[index].astype(np.int32), digits.source
@@ -50,7 +45,7 @@ def build_model(input_shape: tuple[int, ...], classes: int = 10, seed: int = 0) 
     the parameter servers) its variables. Each layer gets its own seeded initializer
     rather than a global seed, which would also fix every worker's data shuffle.
     """
-    _check_positive(classes, "classes")
+    require_int("classes", classes, 1)
     import_tensorflow()
     import keras  # noqa: PLC0415  (after TensorFlow's quiet import)
 
@@ -85,7 +80,7 @@ def make_dataset(x: np.ndarray, y: np.ndarray, batch: int, seed: int | None = 0,
     (ParameterServerStrategy: each worker reads its own copy of the data set), as long
     as no global seed is set (``tf.random.set_seed``, ``keras.utils.set_random_seed``).
     """
-    _check_positive(batch, "batch")
+    require_int("batch", batch, 1)
     require_int("start_step", start_step, 0)
     if len(x) != len(y):
         raise ValueError(f"{len(x)} images but {len(y)} labels")
@@ -129,7 +124,7 @@ def make_step_fn(model: Any, optimizer: Any, global_batch: int,
     and increments it after its update has landed; staleness is how many updates
     *other* workers applied in between (always 0 when training is synchronous).
     """
-    _check_positive(global_batch, "global_batch")
+    require_int("global_batch", global_batch, 1)
     tf = import_tensorflow()
     import keras  # noqa: PLC0415
 
