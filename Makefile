@@ -9,7 +9,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(notdir $(REQUIREMENTS))
 
-.PHONY: lab test run bench lint clean venv
+.PHONY: lab test run bench lint clean venv notebooks
 
 venv: $(STAMP)
 
@@ -32,13 +32,17 @@ test: $(STAMP)
 	SERIES_PROFILE=ci $(BIN)/python -m pytest
 
 run: $(STAMP)
-	$(BIN)/python -m helpers.run_series --output build
+	$(BIN)/python -m tools.run_series --output build
+
+# Re-execute stored notebooks in place (clean kernel, ci profile): make notebooks [NB=04]
+notebooks: $(STAMP)
+	$(BIN)/python -m tools.execute $(if $(NB),$(wildcard notebooks/$(NB)*.ipynb),notebooks/*.ipynb)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run_all
 
 lint: $(STAMP)
-	$(BIN)/ruff check helpers tests bench
+	$(BIN)/ruff check helpers tools tests bench
 
 clean:
 	rm -rf build results notebooks/results .pytest_cache

@@ -46,7 +46,7 @@ def machine_info() -> dict[str, Any]:
     """Everything RESULTS.md states about the machine, as plain JSON values."""
     import psutil  # noqa: PLC0415
 
-    from helpers.devices import cpu_cores, nvidia_smi  # noqa: PLC0415
+    from helpers.devices.inventory import cpu_cores, nvidia_smi  # noqa: PLC0415
 
     smi = nvidia_smi()
     gpus = [] if smi is None else [f"{row[1]} ({row[2]})" for row in smi.rows]

@@ -29,7 +29,7 @@ from typing import Any
 
 from bench.stats import gflops_matmul, interleaved, median, paired_ratios, spread
 from helpers.checks import require_int
-from helpers.timing import sync_mxnet
+from helpers.measure.timing import sync_mxnet
 
 #: Variables that decide MXNet's and OpenBLAS's threads and kernels.
 BLAS_VARS = ("OMP_NUM_THREADS", "MXNET_OMP_MAX_THREADS", "OPENBLAS_CORETYPE",
@@ -69,7 +69,7 @@ def physical_cores() -> int:
     """Physical cores (not hyper-threads) this machine has, at least 1."""
     import psutil  # noqa: PLC0415
 
-    from helpers.devices import cpu_cores  # noqa: PLC0415
+    from helpers.devices.inventory import cpu_cores  # noqa: PLC0415
 
     return max(1, min(psutil.cpu_count(logical=False) or cpu_cores(), cpu_cores()))
 

@@ -300,7 +300,7 @@ def _timing(t: dict[str, Any]) -> list[str]:
         "0.1 s (independent ones for MXNet; a chain for TensorFlow, whose graph optimiser "
         "would merge identical independent products into one). Each of "
         f"{t.get('rounds')} rounds reads an independent clock (`time.monotonic_ns`, the helper "
-        "uses `perf_counter`) before calling `helpers.timing.benchmark(work, sync=..., "
+        "uses `perf_counter`) before calling `helpers.measure.timing.benchmark(work, sync=..., "
         "warmup=0, repeat=1)` and again after the framework's own wait (`mx.nd.waitall()`, "
         "`tf.test.experimental.sync_devices()`): both clocks time the same execution, so the "
         "machine's load cannot make them differ, only a timer that stops too early or "
@@ -406,7 +406,7 @@ def _cluster(c: dict[str, Any]) -> list[str]:
                      fixed.get("ready_s"), fixed.get("teardown_s")])
     text = [
         "## Local TensorFlow cluster (`cluster_ready_seconds`, `cluster_teardown_seconds`)",
-        "", f"`helpers.tf_cluster.LocalTFCluster` with {c.get('workers')} workers running "
+        "", f"`helpers.cluster.tf_cluster.LocalTFCluster` with {c.get('workers')} workers running "
         f"`{c.get('worker_program')}`: ready = every task's gRPC port accepts connections; "
         "teardown = from `stop()` until every process has exited. Figures are medians "
         f"(ready at worst {fmt(c.get('ready_max_s'))} s, teardown at worst "

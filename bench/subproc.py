@@ -3,7 +3,7 @@
 A fresh process per measurement is what makes configurations comparable: thread counts
 and BLAS kernels are chosen when MXNet, OpenBLAS and TensorFlow are loaded, so each
 configuration needs its own process started with its own environment. The processes
-run in a :class:`helpers.processes.ProcessGroup`, so one that hangs is ended (its
+run in a :class:`helpers.cluster.processes.ProcessGroup`, so one that hangs is ended (its
 whole process group) and its log comes back in the error.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from helpers.processes import ProcessGroup, python_module_command
+from helpers.cluster.processes import ProcessGroup, python_module_command
 
 
 @contextlib.contextmanager

@@ -70,7 +70,7 @@ def diagnose() -> Table:
     numpy 2 (MXNet 1.9.1 cannot import it), a GPU machine whose driver is missing, and a
     GPU machine where TensorFlow or MXNet were installed as CPU-only builds.
     """
-    from helpers.devices import nvidia_smi  # noqa: PLC0415
+    from helpers.devices.inventory import nvidia_smi  # noqa: PLC0415
 
     table = Table(["check", "status", "what to do"])
     mxnet_version = installed_version("mxnet")
@@ -96,7 +96,7 @@ def diagnose() -> Table:
                       "NVIDIA driver, then requirements-gpu.txt"])
         return table
     table.append(["NVIDIA driver", f"ok: {len(smi)} GPU(s)", "-"])
-    from helpers.devices import physical_gpu_count  # noqa: PLC0415
+    from helpers.devices.inventory import physical_gpu_count  # noqa: PLC0415
     from helpers.frameworks import import_mxnet  # noqa: PLC0415
 
     if physical_gpu_count() == 0:

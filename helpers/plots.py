@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import matplotlib.pyplot as plt
-from matplotlib.figure import Figure
+from helpers.measure.timing import TimingResult
 
-from helpers.timing import TimingResult
+if TYPE_CHECKING:  # matplotlib loads when a figure is drawn, not on import
+    from matplotlib.figure import Figure
 
 
 def _check_lengths(xs: Sequence[float], ys: Sequence[float], what: str) -> None:
@@ -26,6 +27,8 @@ def bar_timings(results: Sequence[TimingResult], title: str = "", unit: str = "m
     if unit not in scale:
         raise ValueError(f"unit must be one of {list(scale)}, not {unit!r}")
     k = scale[unit]
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
     fig, ax = plt.subplots(figsize=(6, 3.5))
     medians = [r.median * k for r in results]
     lower = [(r.median - r.best) * k for r in results]
@@ -45,6 +48,8 @@ def line_speedup(
     ideal: bool = True,
 ) -> Figure:
     """Speed-up against device/worker count, one line per series, plus the ideal y = x."""
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for label, ys in speedups.items():
         _check_lengths(counts, ys, f"line_speedup {label!r}")
@@ -63,6 +68,8 @@ def line_bandwidth(
     sizes_bytes: Sequence[float], series: Mapping[str, Sequence[float]], title: str = ""
 ) -> Figure:
     """Bandwidth (GB/s) against transfer size (bytes, log scale), one line per series."""
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for label, gbps in series.items():
         _check_lengths(sizes_bytes, gbps, f"line_bandwidth {label!r}")

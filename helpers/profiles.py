@@ -95,7 +95,7 @@ PROFILES: dict[str, Profile] = {
 
 def detect_profile_name() -> str:
     """``gpu`` when TensorFlow sees a GPU, ``laptop`` with 4+ cores, else ``ci``."""
-    from helpers.devices import cpu_cores, physical_gpu_count  # noqa: PLC0415
+    from helpers.devices.inventory import cpu_cores, physical_gpu_count  # noqa: PLC0415
 
     if physical_gpu_count() > 0:
         return "gpu"

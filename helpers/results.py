@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import re
 import time
 from pathlib import Path
 from typing import Any
+
+from helpers.machine import describe_machine
 
 ENV_VAR = "SERIES_RESULTS_DIR"
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -25,24 +26,6 @@ def results_dir() -> Path:
         return Path(os.environ[ENV_VAR])
     top = Path(__file__).resolve().parent.parent
     return (top if (top / "notebooks").is_dir() else Path.cwd()) / "results"
-
-
-def machine_info() -> dict[str, Any]:
-    """What ran the measurement: platform, cores, GPUs, framework versions."""
-    from helpers.devices import cpu_cores, physical_gpu_count  # noqa: PLC0415
-
-    info: dict[str, Any] = {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "python": platform.python_version(),
-        "cores": cpu_cores(),
-        "gpus": physical_gpu_count(),
-        "profile": os.environ.get("SERIES_PROFILE"),
-    }
-    import tensorflow as tf  # noqa: PLC0415  (already imported by the caller)
-
-    info["tensorflow"] = tf.__version__
-    return info
 
 
 def _plain(value: Any) -> Any:
@@ -70,7 +53,7 @@ def save_results(name: str, data: dict[str, Any], directory: Path | str | None =
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.json"
     record = {"name": name, "saved_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-              "machine": machine_info(), "results": _plain(data)}
+              "machine": describe_machine(), "results": _plain(data)}
     path.write_text(json.dumps(record, indent=2, sort_keys=True))
     return path
 

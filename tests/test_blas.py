@@ -7,7 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from helpers.blas import (
+from helpers.frameworks import import_mxnet
+from helpers.measure.blas import (
     _owner,
     blas_libraries,
     busy_threads,
@@ -16,7 +17,6 @@ from helpers.blas import (
     probe_mxnet_dot,
     suggested_coretype,
 )
-from helpers.frameworks import import_mxnet
 from helpers.table import Table
 
 linux = pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")

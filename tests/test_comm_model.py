@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from helpers.comm_model import (
+from helpers.cost.communication import (
     AlphaBeta,
     amdahl_speedup,
     compute_seconds,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from helpers.device_names import DeviceName, parse_device
+from helpers.devices.names import DeviceName, parse_device
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,14 @@
 import pytest
 
 from helpers import import_mxnet
-from helpers.device_names import mxnet_context
-from helpers.devices import cpu_cores, nvidia_smi, physical_gpu_count, try_all_gpus, try_gpu
+from helpers.devices.inventory import (
+    cpu_cores,
+    nvidia_smi,
+    physical_gpu_count,
+    try_all_gpus,
+    try_gpu,
+)
+from helpers.devices.names import mxnet_context
 
 
 def test_try_gpu_falls_back_to_the_cpu_beyond_the_last_gpu():

@@ -7,7 +7,7 @@ from helpers import environment
 
 @pytest.fixture
 def no_gpu(monkeypatch):
-    monkeypatch.setattr("helpers.devices.nvidia_smi", lambda: None)
+    monkeypatch.setattr("helpers.devices.inventory.nvidia_smi", lambda: None)
 
 
 def rows(table):
@@ -34,9 +34,9 @@ def test_the_silent_mxnet_fallback_is_caught(monkeypatch, no_gpu):
 def test_gpu_machine_with_cpu_builds_is_diagnosed(monkeypatch):
     from helpers.table import Table
 
-    monkeypatch.setattr("helpers.devices.nvidia_smi",
+    monkeypatch.setattr("helpers.devices.inventory.nvidia_smi",
                         lambda: Table(["index"], [["0"], ["1"]]))
-    monkeypatch.setattr("helpers.devices.physical_gpu_count", lambda: 0)
+    monkeypatch.setattr("helpers.devices.inventory.physical_gpu_count", lambda: 0)
     found = rows(environment.diagnose())
     assert found["NVIDIA driver"][0] == "ok: 2 GPU(s)"
     assert "requirements-gpu.txt" in found["TensorFlow sees the GPUs"][1]

@@ -7,7 +7,7 @@ Python process.
 import pytest
 from fresh_python import run_python
 
-from helpers.logical_devices import DevicePlan, use_logical_cpus, use_virtual_gpus
+from helpers.devices.logical import DevicePlan, use_logical_cpus, use_virtual_gpus
 
 
 def test_same_count_twice_is_a_no_op_and_a_different_count_after_start_is_explained():

@@ -4,14 +4,14 @@ import textwrap
 
 import pytest
 
-from helpers.mx_cluster import (
+from helpers.cluster.mx_cluster import (
     SERVER_MODULE,
     LocalMXCluster,
     dmlc_env,
     shell_commands,
     train_on_cluster,
 )
-from helpers.processes import free_port
+from helpers.cluster.processes import free_port
 
 PUSHPULL = "helpers.workers.mx_pushpull"
 
@@ -77,11 +77,12 @@ def test_task_names_and_description_before_start():
     cluster = LocalMXCluster(PUSHPULL, workers=3, servers=2)
     assert cluster.task_names() == ["scheduler", "server-0", "server-1",
                                     "worker-0", "worker-1", "worker-2"]
-    table = cluster.describe()
+    table = cluster.table()
     assert table.column("DMLC_ROLE") == ["scheduler", "server", "server",
                                          "worker", "worker", "worker"]
     assert table.column("program")[0] == SERVER_MODULE
     assert table.column("program")[-1] == PUSHPULL
+    assert set(table.column("state")) == {"not started"}
 
 
 def test_dmlc_env_has_every_variable():
@@ -156,7 +157,7 @@ def test_worker_failing_after_the_cluster_formed(worker_module):
     name, env = worker_module("fail_after_connect", """
         from helpers.frameworks import import_mxnet
         mx = import_mxnet()
-        from helpers.mx_worker import connect
+        from helpers.workers.mx_worker import connect
         kv = connect("dist_sync")
         kv.init(3, mx.nd.zeros((2,)))
         if kv.rank == 0:
@@ -201,7 +202,7 @@ def test_dist_sync_push_pull_across_two_workers_and_two_servers(tmp_path):
 def test_a_job_that_ends_before_start_looks_counts_as_formed(monkeypatch):
     # Seen on a quick machine: the whole push-pull job, scheduler included, had exited
     # before start() first polled the scheduler's port. Never accepting reproduces that.
-    monkeypatch.setattr("helpers.mx_cluster.port_accepts", lambda *args, **kwargs: False)
+    monkeypatch.setattr("helpers.cluster.mx_cluster.port_accepts", lambda *args, **kwargs: False)
     with LocalMXCluster(PUSHPULL, workers=2, servers=1,
                         args=["--rounds", "1", "--sizes-kb", "4"]) as cluster:
         assert cluster.start() > 0
@@ -221,3 +222,21 @@ def test_train_on_cluster_runs_the_training_program_end_to_end():
     assert set(record["compute_by_batch"]) == {"8"}
     assert record["push_pull"][0]["bytes"] == 1024
     assert 0 <= record["test_accuracy"] <= 1
+
+
+def test_both_cluster_classes_answer_the_same_questions():
+    """One vocabulary: what a lesson asks of a TensorFlow cluster it can ask of MXNet's."""
+    from helpers.cluster.base import LocalCluster
+    from helpers.cluster.tf_cluster import LocalTFCluster
+
+    shared = ("task_names", "table", "state", "start", "wait", "wait_for_log", "kill",
+              "restart", "stop", "exit_codes", "alive", "pids", "logs", "show_logs")
+    for cls in (LocalTFCluster, LocalMXCluster):
+        assert issubclass(cls, LocalCluster)
+        assert all(callable(getattr(cls, name)) for name in shared), cls
+
+
+def test_a_ps_lite_cluster_refuses_restart_and_says_why():
+    cluster = LocalMXCluster(PUSHPULL, workers=1)
+    with pytest.raises(RuntimeError, match="cannot take .* back once it has formed"):
+        cluster.restart("worker-0")

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from helpers.mx_worker import (
+from helpers.workers.mx_worker import (
     READY,
     check_worker_env,
     connect,

@@ -4,8 +4,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from helpers.devices.mxnet_contexts import context_pair, omp_threads_requested
 from helpers.frameworks import import_mxnet
-from helpers.mxnet_contexts import context_pair, omp_threads_requested
 
 
 class FakeContext(SimpleNamespace):

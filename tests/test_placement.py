@@ -4,7 +4,7 @@ import sys
 
 from fresh_python import run_python
 
-from helpers.placement import PlacementLog, parse_placement
+from helpers.devices.placement import PlacementLog, parse_placement
 
 GRAPH_STDOUT = """\
 a: (Const): /job:localhost/replica:0/task:0/device:CPU:0
@@ -58,7 +58,7 @@ def test_table_keeps_only_one_log_when_asked():
 
 
 def test_eager_lines_written_through_python_stdout_are_caught(capsys):
-    from helpers.placement import capture_placement
+    from helpers.devices.placement import capture_placement
 
     line = "Executing op MatMul in device /job:localhost/replica:0/task:0/device:GPU:1"
     with capture_placement() as log:

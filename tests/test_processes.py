@@ -6,7 +6,7 @@ import time
 import psutil
 import pytest
 
-from helpers.processes import (
+from helpers.cluster.processes import (
     ProcessGroup,
     ensure_port_free,
     free_port,

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from helpers.report import (
+from tools.report import (
     NotebookRun,
     build_report,
     format_value,
@@ -14,8 +14,8 @@ from helpers.report import (
     records_table,
 )
 
-MACHINE = {"platform": "Linux-test", "processor": "x86_64", "cores": 2, "gpus": 0,
-           "python": "3.11.7", "tensorflow": "2.21.0", "profile": "ci"}
+MACHINE = {"cpu": "Test CPU", "logical_cpus": 2, "gpus": [], "platform": "Linux-test",
+           "python": "3.11.7", "profile": "ci", "versions": {"tensorflow": "2.21.0"}}
 
 
 def write_result(folder, name, results, machine=MACHINE):
@@ -70,7 +70,7 @@ def test_report_has_machine_runs_headlines_sections_and_figures(results, tmp_pat
     runs = [NotebookRun("04_matpow", "ok", 12.34, executed="04_matpow.ipynb"),
             NotebookRun("05_mirrored", "failed", 3.0, error="05 failed at In [3]: boom")]
     report = build_report(results, tmp_path / "build" / "REPORT.md", profile="ci", runs=runs,
-                          machine={"cpu": "Test CPU"})
+                          machine={"cpu": "Test CPU", "versions": {"tensorflow": "2.21.0"}})
     text = report.read_text()
     assert "profile `ci`" in text
     assert "| cpu | Test CPU |" in text and "| tensorflow | 2.21.0 |" in text

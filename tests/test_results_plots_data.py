@@ -10,10 +10,10 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from helpers.data import load_digits  # noqa: E402
+from helpers.measure.timing import TimingResult  # noqa: E402
 from helpers.plots import bar_timings, line_bandwidth, line_speedup, save_figure  # noqa: E402
 from helpers.results import load_results, save_results  # noqa: E402
 from helpers.table import Table  # noqa: E402
-from helpers.timing import TimingResult  # noqa: E402
 
 
 def test_results_round_trip_with_machine_info_and_plain_values(tmp_path):
@@ -24,7 +24,8 @@ def test_results_round_trip_with_machine_info_and_plain_values(tmp_path):
     assert data["results"]["n"] == 3 and data["results"]["arr"] == [1.0, 1.0]
     assert data["results"]["timing"]["median"] == pytest.approx(0.15)
     assert data["results"]["table"] == [{"a": 1}]
-    assert data["machine"]["cores"] >= 1
+    assert data["machine"]["logical_cpus"] >= 1
+    assert data["machine"]["versions"]["numpy"] == np.__version__
     assert load_results("04_test", tmp_path)["results"]["n"] == 3
 
 

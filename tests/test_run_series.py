@@ -6,7 +6,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from helpers.run_series import find_notebooks, main
+from tools.run_series import find_notebooks, main
 
 
 def write_notebook(path, *sources, raising=()):

@@ -7,11 +7,16 @@ run in a fresh Python process.
 import pytest
 from fresh_python import run_python as run_fresh
 
-from helpers.strategies import StrategyChoice, mirrored_over, new_mirrored_strategy, replica_devices
+from helpers.devices.strategies import (
+    StrategyChoice,
+    mirrored_over,
+    new_mirrored_strategy,
+    replica_devices,
+)
 
 CPU_ONLY = """
 from helpers import import_tensorflow, use_logical_cpus
-from helpers.strategies import choose_strategy, mirrored_over, replica_devices
+from helpers.devices.strategies import choose_strategy, mirrored_over, replica_devices
 tf = import_tensorflow()
 if tf.config.list_physical_devices("GPU"):
     print("SKIP")  # these cases are about machines without GPUs

@@ -1,4 +1,4 @@
-"""Tests of helpers.tf_cluster: cluster layout, TF_CONFIG, and the local cluster's life cycle.
+"""Tests of helpers.cluster.tf_cluster: layout, TF_CONFIG, and the local cluster's life cycle.
 
 Most tests run a tiny stand-in worker (no TensorFlow, starts in milliseconds) that reads
 TF_CONFIG and listens on its port like a TensorFlow server; its FAKE_MODE variable makes
@@ -16,17 +16,15 @@ import time
 
 import pytest
 
-from helpers.tf_cluster import (
+from helpers.cluster.processes import describe_exit, leftover_processes, port_bindable
+from helpers.cluster.tf_cluster import (
     LocalTFCluster,
-    cluster_resolver,
     cluster_spec,
-    describe_exit,
     gpu_task_env,
-    leftover_processes,
     parse_task,
-    port_bindable,
     tf_config,
 )
+from helpers.workers.resolvers import cluster_resolver
 
 FAKE_WORKER = textwrap.dedent("""
     import json, os, socket, sys, time

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from helpers.frameworks import import_tensorflow
-from helpers.tf_cluster import RESOLVERS, cluster_resolver
 from helpers.training import (
     build_model,
     make_dataset,
@@ -40,6 +39,7 @@ from helpers.training import (
     training_arrays,
     weights_checksum,
 )
+from helpers.workers.resolvers import RESOLVERS, cluster_resolver
 
 #: Exit code of a worker that lost a peer (EX_TEMPFAIL: "try again", i.e. restart).
 EXIT_PEER_LOST = 75

@@ -3,7 +3,7 @@
 Each worker pushes ``rank + 1`` (times the round number) into one key and pulls it back;
 the servers sum the pushes of all workers, so every worker pulls the same sum. With
 ``--sizes-kb`` it then times push + pull round trips for each message size.
-Start it through :class:`helpers.mx_cluster.LocalMXCluster`.
+Start it through :class:`helpers.cluster.mx_cluster.LocalMXCluster`.
 """
 
 from helpers.frameworks import import_mxnet
@@ -12,7 +12,7 @@ mx = import_mxnet()
 
 import argparse  # noqa: E402
 
-from helpers.mx_worker import connect, report, say, time_push_pull  # noqa: E402
+from helpers.workers.mx_worker import connect, report, say, time_push_pull  # noqa: E402
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ and backward, plus ``--slow-ms`` of sleep on worker ``--slow-rank`` to play a sl
 device) and communication (``trainer.step``: push gradients, servers update, pull
 weights). Optional extras: ``--compute-batches`` times forward + backward alone for
 several batch sizes, ``--sizes-kb`` times push + pull round trips. One ``RESULT`` line
-carries everything back. Start it through :class:`helpers.mx_cluster.LocalMXCluster`.
+carries everything back. Start it through :class:`helpers.cluster.mx_cluster.LocalMXCluster`.
 """
 
 from helpers.frameworks import import_mxnet
@@ -32,7 +32,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from helpers.data import load_digits  # noqa: E402
-from helpers.mx_worker import connect, digest, report, say, time_push_pull  # noqa: E402
+from helpers.workers.mx_worker import connect, digest, report, say, time_push_pull  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:

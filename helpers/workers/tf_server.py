@@ -18,7 +18,7 @@ import os
 import sys
 
 from helpers.frameworks import import_tensorflow
-from helpers.tf_cluster import RESOLVERS, cluster_resolver
+from helpers.workers.resolvers import RESOLVERS, cluster_resolver
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -72,7 +72,7 @@ def ensure_port_free(port: int, host: str = "127.0.0.1") -> None:
             sock.bind((host, port))
         except OSError:
             raise ValueError(
-                f"port {port} on {host} is already in use; pick another (helpers.processes."
+                f"port {port} on {host} is already in use; pick another (helpers.cluster.processes."
                 "free_port() finds one) or end the process holding it"
             ) from None
 
@@ -276,6 +276,53 @@ class ProcessGroup:
                 pass
         self.teardown_seconds = time.monotonic() - start
         return self.teardown_seconds
+
+
+def port_bindable(port: int, host: str = "127.0.0.1") -> bool:
+    """True when a server could listen on ``port`` now.
+
+    Binds with ``SO_REUSEADDR`` as gRPC does, so connections of a task that was just
+    killed (lingering in TIME_WAIT) do not count as "taken"; a live listener does.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def leftover_processes() -> list[str]:
+    """Processes this one started (children, grandchildren) that still run: ``pid command``.
+
+    The check a notebook ends with: after every cluster's ``with`` block, it must be empty.
+    Zombies (ended, not yet collected) do not count.
+    """
+    import psutil  # noqa: PLC0415  (only this check needs it)
+
+    left = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE:
+                left.append(f"{child.pid} {' '.join(child.cmdline())}")
+        except psutil.NoSuchProcess:
+            pass
+    return left
+
+
+def describe_exit(code: int | None) -> str:
+    """A human reading of an exit code: running, ok, failed, or the signal that ended it."""
+    if code is None:
+        return "running"
+    if code == 0:
+        return "exit 0 (ok)"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit {code} (failed)"
 
 
 @atexit.register

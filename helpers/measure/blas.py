@@ -190,7 +190,7 @@ def probe_mxnet_dot(env: Mapping[str, str] | None = None, size: int = 512, repea
     for key in MXNET_THREAD_SETTINGS:  # start from the defaults, plus what was asked for
         if key not in extra:
             child_env.pop(key, None)
-    command = [sys.executable, "-m", "helpers.blas", str(size), str(repeat)]
+    command = [sys.executable, "-m", "helpers.measure.blas", str(size), str(repeat)]
     try:
         done = subprocess.run(command, env=child_env, capture_output=True, text=True,
                               timeout=timeout, check=False)

@@ -18,14 +18,14 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import matplotlib.pyplot as plt
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from helpers.checks import require_int
+from helpers.measure.timing import TimingResult, benchmark, resolve_sync
 from helpers.table import Table
-from helpers.timing import TimingResult, benchmark, resolve_sync
+
+if TYPE_CHECKING:  # matplotlib loads when a figure is drawn, not on import
+    from matplotlib.figure import Figure
 
 MB = 1e6  # bandwidths are in GB/s = 1e9 bytes/s, so sizes are decimal too
 FLOAT32_BYTES = 4
@@ -99,6 +99,8 @@ class Sweep:
 
     def plot(self, title: str = "") -> Figure:
         """Two panels against size (log-log): time per copy, and bandwidth."""
+        import matplotlib.pyplot as plt  # noqa: PLC0415
+
         fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
         for name, rs in self.results.items():
             left.plot(self.sizes_bytes, [r.median * 1e3 for r in rs], marker="o", label=name)

@@ -2,7 +2,7 @@
 
 Listing TensorFlow's *logical* devices initialises its runtime, after which logical CPUs
 and virtual GPUs can no longer be configured: call :func:`helpers.requirements_banner`
-(or :mod:`helpers.logical_devices`) first, then list.
+(or :mod:`helpers.devices.logical`) first, then list.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ variable. So a lesson can start the very programs that would run on real machine
 ``127.0.0.1`` with one port each, and the same program later runs unchanged elsewhere.
 
 This module does the bookkeeping around that, on top of
-:class:`helpers.processes.ProcessGroup`:
+:class:`helpers.cluster.processes.ProcessGroup`:
 
 * :func:`cluster_spec` picks free ports at run time and lays out the jobs;
 * :func:`tf_config` writes the JSON one task reads;
@@ -22,14 +22,21 @@ from __future__ import annotations
 import json
 import re
 import signal
-import socket
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from helpers.checks import require_int
-from helpers.processes import ProcessGroup, free_ports, port_accepts, python_module_command
+from helpers.cluster.base import LocalCluster
+from helpers.cluster.processes import (
+    ProcessGroup,
+    describe_exit,
+    free_ports,
+    port_accepts,
+    port_bindable,
+    python_module_command,
+)
 from helpers.table import Table
 
 #: Job names a ``TF_CONFIG`` cluster may hold, in the order tasks are listed and started.
@@ -39,7 +46,6 @@ TaskArgs = Callable[[str, int, dict[str, list[str]]], list[str]]
 TaskEnv = Callable[[str, int], dict[str, str]]
 
 _TASK_NAME = re.compile(r"^([a-z]+)-(\d+)$")
-_TF_LOG_LINE = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ \S+\] ")
 
 
 def _check_count(value: Any, what: str) -> int:
@@ -108,44 +114,6 @@ def parse_task(name: str) -> tuple[str, int]:
     return match.group(1), int(match.group(2))
 
 
-def port_bindable(port: int, host: str = "127.0.0.1") -> bool:
-    """True when a server could listen on ``port`` now.
-
-    Binds with ``SO_REUSEADDR`` as gRPC does, so connections of a task that was just
-    killed (lingering in TIME_WAIT) do not count as "taken"; a live listener does.
-    """
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-RESOLVERS = ("tf_config", "slurm", "kubernetes")
-
-
-def cluster_resolver(kind: str = "tf_config") -> Any:
-    """TensorFlow's cluster resolver of ``kind``: where a program learns its cluster from.
-
-    ``tf_config`` reads ``TF_CONFIG`` (this module's local clusters, and any launcher
-    that sets it); ``slurm`` reads SLURM's job variables inside ``srun``; ``kubernetes``
-    asks the Kubernetes API (needs the ``kubernetes`` package). The program that uses
-    the resolver is the same in all three cases.
-    """
-    if kind not in RESOLVERS:
-        raise ValueError(f"unknown cluster resolver {kind!r}; use one of {', '.join(RESOLVERS)}")
-    from helpers.frameworks import import_tensorflow  # noqa: PLC0415  (TF only when needed)
-
-    resolvers = import_tensorflow().distribute.cluster_resolver
-    if kind == "slurm":
-        return resolvers.SlurmClusterResolver()
-    if kind == "kubernetes":
-        return resolvers.KubernetesClusterResolver()
-    return resolvers.TFConfigClusterResolver()
-
-
 def gpu_task_env(gpus: int, chief: int = 0) -> TaskEnv:
     """A ``task_env`` that gives each computing task its own GPU when there are enough.
 
@@ -169,39 +137,7 @@ def gpu_task_env(gpus: int, chief: int = 0) -> TaskEnv:
     return env
 
 
-def leftover_processes() -> list[str]:
-    """Processes this one started (children, grandchildren) that still run: ``pid command``.
-
-    The check a notebook ends with: after every cluster's ``with`` block, it must be empty.
-    Zombies (ended, not yet collected) do not count.
-    """
-    import psutil  # noqa: PLC0415  (only this check needs it)
-
-    left = []
-    for child in psutil.Process().children(recursive=True):
-        try:
-            if child.status() != psutil.STATUS_ZOMBIE:
-                left.append(f"{child.pid} {' '.join(child.cmdline())}")
-        except psutil.NoSuchProcess:
-            pass
-    return left
-
-
-def describe_exit(code: int | None) -> str:
-    """A human reading of an exit code: running, ok, failed, or the signal that ended it."""
-    if code is None:
-        return "running"
-    if code == 0:
-        return "exit 0 (ok)"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit {code} (failed)"
-
-
-class LocalTFCluster:
+class LocalTFCluster(LocalCluster):
     """Tasks of a TensorFlow cluster as real processes on one machine. A context manager.
 
     ``module`` is the program every task runs (``python -m module``); each task gets its
@@ -256,7 +192,7 @@ class LocalTFCluster:
 
     def address(self, task: str) -> str:
         """``host:port`` of one task."""
-        job, index = self._check_task(task)
+        job, index = self._job_index(task)
         return self.cluster[job][index]
 
     def port(self, task: str) -> int:
@@ -264,11 +200,11 @@ class LocalTFCluster:
 
     def tf_config(self, task: str) -> str:
         """The ``TF_CONFIG`` this cluster gives ``task``."""
-        return tf_config(self.cluster, *self._check_task(task))
+        return tf_config(self.cluster, *self._job_index(task))
 
     def command_of(self, task: str) -> list[str]:
         """The command line ``task`` runs (the same on a real machine)."""
-        job, index = self._check_task(task)
+        job, index = self._job_index(task)
         extra = list(self.task_args(job, index, self.cluster)) if self.task_args else []
         if not all(isinstance(a, str) for a in extra):
             raise ValueError(f"task_args must return a list of str, got {extra!r} for {task}")
@@ -280,33 +216,12 @@ class LocalTFCluster:
         for task in self.task_names():
             proc = self.group.processes.get(task)
             table.append([task, self.address(task), proc.pid if proc else None,
-                          self._state(task)])
+                          self.state(task)])
         return table
 
-    def _check_task(self, task: str) -> tuple[str, int]:
-        job, index = parse_task(task)
-        if task not in self.task_names():
-            raise ValueError(f"no task {task!r} in this cluster; its tasks are "
-                             f"{', '.join(self.task_names())}")
-        return job, index
-
-    def _chosen(self, tasks: Iterable[str] | None) -> list[str]:
-        if isinstance(tasks, str):
-            raise ValueError(f"tasks is a list of task names, e.g. [{tasks!r}]")
-        chosen = self.task_names() if tasks is None else list(tasks)
-        for task in chosen:
-            self._check_task(task)
-        if not chosen:
-            raise ValueError("no tasks given; leave tasks out to use all of them")
-        return chosen
-
-    def _state(self, task: str) -> str:
-        proc = self.group.processes.get(task)
-        return describe_exit(proc.returncode) if proc else "not started"
-
-    def _alive(self, task: str) -> bool:
-        proc = self.group.processes.get(task)
-        return proc is not None and proc.alive
+    def _job_index(self, task: str) -> tuple[str, int]:
+        self._check_task(task)
+        return parse_task(task)
 
     # -- running -------------------------------------------------------------------
     def start(self, tasks: list[str] | None = None) -> float:
@@ -392,29 +307,10 @@ class LocalTFCluster:
             raise ValueError(f"{', '.join(never)} never started; call start() first")
         return self.group.wait(chosen, timeout)
 
-    def wait_for_log(self, task: str, text: str | re.Pattern[str],
-                     timeout: float = 60.0) -> float:
-        """Wait until ``task``'s log (this run) contains ``text`` (a string or a regex).
-
-        Returns the seconds waited; RuntimeError if the task exits first, TimeoutError
-        after ``timeout``, both with the end of its log.
-        """
-        self._check_task(task)
-        proc = self.group.processes.get(task)
-        if proc is None:
-            raise ValueError(f"{task} never started; call start() first")
-        pattern = text if isinstance(text, re.Pattern) else re.compile(re.escape(text))
-        what = f"printing {text!r}" if isinstance(text, str) else f"printing /{text.pattern}/"
-        return self.group.wait_until(proc, lambda: bool(pattern.search(proc.log())), timeout,
-                                     what)
-
     def kill(self, task: str) -> None:
-        """Fault injection: SIGKILL ``task`` (no clean-up, like a machine that dies)."""
-        self._check_task(task)
-        if not self._alive(task):
-            raise ValueError(f"{task} is not running ({self._state(task)}); nothing to kill")
+        """Fault injection: SIGKILL ``task`` and note when (``killed_at``)."""
+        super().kill(task)
         self.killed_at[task] = time.monotonic()
-        self.group.kill(task, signal.SIGKILL)
 
     def restart(self, tasks: str | list[str]) -> float:
         """Start a task (a name) or several (a list) again on their own ports.
@@ -426,7 +322,7 @@ class LocalTFCluster:
         """
         chosen = [tasks] if isinstance(tasks, str) else self._chosen(tasks)
         for task in chosen:
-            self._check_task(task)
+            self._job_index(task)
             if self._alive(task):
                 self.group.kill(task, signal.SIGKILL)
         deadline = time.monotonic() + 10.0
@@ -438,11 +334,6 @@ class LocalTFCluster:
                 time.sleep(0.05)
         return self.start(chosen)
 
-    def exit_codes(self) -> dict[str, int | None]:
-        """Exit code per task: None while running (or never started), < 0 for a signal."""
-        codes = self.group.exit_codes()
-        return {t: codes.get(t) for t in self.task_names()}
-
     def logs(self) -> dict[str, str]:
         """Everything each task printed, earlier runs (before a restart) included."""
         result = {}
@@ -452,39 +343,9 @@ class LocalTFCluster:
             result[task] = "\n--- restarted ---\n".join(runs)
         return result
 
-    def show_logs(self, tasks: list[str] | None = None, last: int | None = None,
-                  tf_lines: bool = True, pattern: str | None = None) -> None:
-        """Print each task's log under a header with its state.
+    def _log(self, task: str) -> str:
+        return self.logs()[task]
 
-        ``last`` keeps only the last lines of each; ``tf_lines=False`` drops TensorFlow's
-        C++ log lines (``I0000 12:00:00.0 ...] ...``); ``pattern`` (a regex) keeps only
-        the lines it matches, e.g. ``r"^\\[worker"`` for what a program printed itself.
-        """
-        chosen = self._chosen(tasks)
-        if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 1):
-            raise ValueError(f"last must be an int >= 1 or None, not {last!r}")
-        keep = re.compile(pattern) if pattern is not None else None
-        logs = self.logs()
-        for task in chosen:
-            lines = logs[task].splitlines()
-            if not tf_lines:
-                lines = [ln for ln in lines if not _TF_LOG_LINE.match(ln)]
-            if keep is not None:
-                lines = [ln for ln in lines if keep.search(ln)]
-            if last is not None:
-                lines = lines[-last:]
-            print(f"===== {task} [{self._state(task)}] =====")
-            print("\n".join(lines) if lines else "(no output)")
-
-    def stop(self) -> float:
-        """End every task (SIGTERM, then SIGKILL); return the seconds it took. Idempotent."""
-        return self.group.stop()
-
-    def __enter__(self) -> LocalTFCluster:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return f"LocalTFCluster({self.module!r}, {self.cluster})"

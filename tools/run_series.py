@@ -1,12 +1,12 @@
 """Run the whole series headless on this machine and write a report: ``make run``.
 
-``python -m helpers.run_series --output build [--profile NAME] [--only 03 04]``
+``python -m tools.run_series --output build [--profile NAME] [--only 03 04]``
 
 Each notebook ``notebooks/NN_*.ipynb`` gets the chosen profile through papermill (which
 fills in its ``parameters`` cell) and is executed in order by a fresh ``python3`` kernel
 of the current environment, with the notebooks folder as working directory. The executed
 copies land in the output folder, the notebooks' results (JSON and PNG) in
-``<output>/results/``, and :mod:`helpers.report` turns those into ``<output>/REPORT.md``.
+``<output>/results/``, and :mod:`tools.report` turns those into ``<output>/REPORT.md``.
 
 The run stops at the first notebook that fails (cells tagged ``raises-exception`` are
 expected to fail and do not count), says which notebook and cell, writes the report of
@@ -26,7 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from helpers.report import NotebookRun, build_report, describe_machine
+from helpers.machine import describe_machine
+from tools.report import NotebookRun, build_report
 
 KERNEL = "python3"
 _NOTEBOOK = re.compile(r"^(\d\d)_[A-Za-z0-9_]+\.ipynb$")
@@ -164,7 +165,7 @@ def run_notebook(source: Path, executed: Path, profile: str, timeout: float) -> 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m helpers.run_series",
+        prog="python -m tools.run_series",
         description="Execute every notebook of the series headless and write REPORT.md.")
     parser.add_argument("--output", default="build",
                         help="folder for executed notebooks, results and REPORT.md "

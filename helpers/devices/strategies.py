@@ -3,7 +3,7 @@
 The seed's rule is: two or more GPUs -> ``MirroredStrategy`` over all of them, otherwise
 the default strategy (one device, no replication). On a machine without GPUs that rule
 would never show mirroring at all, so :func:`choose_strategy` adds one step: when the
-lesson configured two or more *logical* CPUs (see :mod:`helpers.logical_devices`), it
+lesson configured two or more *logical* CPUs (see :mod:`helpers.devices.logical`), it
 mirrors over those and says loudly that the replicas are simulated on shared cores.
 
 :func:`mirrored_over` builds a strategy over the first ``k`` devices, for timing 1, 2, 4
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from helpers.device_names import parse_device
+from helpers.devices.names import parse_device
 from helpers.frameworks import import_tensorflow
 
 KINDS = ("gpu", "virtual-gpu", "logical-cpu", "default")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from helpers.checks import require_int
-from helpers.devices import cpu_cores
+from helpers.devices.inventory import cpu_cores
 from helpers.frameworks import import_tensorflow
 
 _RESTART = "restart the kernel (Kernel > Restart) and run the notebook from the top"

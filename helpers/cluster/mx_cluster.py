@@ -19,24 +19,24 @@ So servers and the scheduler run the tiny program :mod:`helpers.workers.mx_serve
 and workers run the program being taught. MXNet's ``tools/launch.py`` (not in the pip
 wheel) does the same with ssh; :func:`shell_commands` prints what it would run.
 
-:class:`LocalMXCluster` is built on :class:`helpers.processes.ProcessGroup`: a free port
+:class:`LocalMXCluster` is built on :class:`helpers.cluster.processes.ProcessGroup`: a free port
 picked at start, readiness checked (the scheduler's port accepting connections, then
-every worker's :data:`helpers.mx_worker.READY` line, which MXNet lets it print only once
+every worker's :data:`helpers.workers.mx_worker.READY` line, which MXNet lets it print only once
 the whole cluster has registered), a timeout on every wait, one log per process, and
 everything ended when the ``with`` block ends.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from helpers.mx_worker import READY, parse_results
-from helpers.processes import (
-    ManagedProcess,
+from helpers.cluster.base import LocalCluster
+from helpers.cluster.processes import (
     ProcessGroup,
     ensure_port_free,
     free_port,
@@ -44,6 +44,7 @@ from helpers.processes import (
     python_module_command,
 )
 from helpers.table import Table
+from helpers.workers.mx_worker import READY, RESULT_PREFIX, parse_results
 
 ROLES = ("scheduler", "server", "worker")
 SERVER_MODULE = "helpers.workers.mx_server"
@@ -119,15 +120,20 @@ def shell_commands(
     return lines
 
 
-class LocalMXCluster:
+class LocalMXCluster(LocalCluster):
     """A scheduler, ``servers`` servers and ``workers`` workers on one machine.
 
     ``module`` is the worker program, run as ``python -m module *args``; it must call
     :func:`helpers.frameworks.import_mxnet` first and join with
-    :func:`helpers.mx_worker.connect`. ``threads`` sets ``OMP_NUM_THREADS`` in every
+    :func:`helpers.workers.mx_worker.connect`. ``threads`` sets ``OMP_NUM_THREADS`` in every
     process (None leaves MXNet's default), so several workers on a few cores share
     them predictably instead of each starting one thread per core.
     """
+
+    #: ps-lite's and MXNet's own log lines: ``[12:00:00] ../src/van.cc:310: ...``.
+    FRAMEWORK_LOG_LINE = re.compile(r"^\[\d\d:\d\d:\d\d\] \S+:\d+: ")
+    #: The workers' result records, read by :meth:`results` rather than shown.
+    PROTOCOL_LINE = re.compile(re.escape(RESULT_PREFIX))
 
     def __init__(
         self, module: str, workers: int = 2, servers: int = 1, *, args: Sequence[str] = (),
@@ -177,28 +183,22 @@ class LocalMXCluster:
         return dmlc_env(self.role_of(task), self.host, self.port, self.servers, self.workers,
                         node_host=self.host, verbose=self.verbose)
 
-    def describe(self) -> Table:
-        """One row per process: role, pid, program and the variables that differ."""
-        table = Table(["task", "DMLC_ROLE", "pid", "program", "log"])
+    def table(self) -> Table:
+        """One row per process: role, pid, program, state and log file."""
+        table = Table(["task", "DMLC_ROLE", "pid", "program", "state", "log"])
         for name in self.task_names():
             proc = self.group.processes.get(name)
             program = SERVER_MODULE if self.role_of(name) != "worker" else self.module
             table.append([name, self.role_of(name), proc.pid if proc else None, program,
-                          proc.log_path.name if proc else None])
+                          self.state(name), proc.log_path.name if proc else None])
         return table
 
     # -- life cycle ------------------------------------------------------------------
-    def __enter__(self) -> LocalMXCluster:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     def start(self, wait_for_workers: bool = True) -> float:
         """Start every process; return seconds until the cluster has formed.
 
         Ready means the scheduler accepts connections and (with ``wait_for_workers``)
-        every worker has printed :data:`~helpers.mx_worker.READY`, i.e. MXNet has
+        every worker has printed :data:`~helpers.workers.mx_worker.READY`, i.e. MXNet has
         registered all servers and workers. A process that exits first raises
         RuntimeError with the end of its log; ``ready_timeout`` raises TimeoutError.
         """
@@ -240,16 +240,18 @@ class LocalMXCluster:
                 f"End of its log ({proc.log_path}):\n{proc.log_tail()}"
             )
 
-    def wait(self, timeout: float = 120.0) -> dict[str, int]:
-        """Wait for the workers to finish, then for the servers and scheduler to exit.
+    def wait(self, tasks: list[str] | None = None, timeout: float = 120.0) -> dict[str, int]:
+        """Wait for ``tasks`` to exit; by default the whole job: the workers, then the
+        servers and the scheduler (which end once every worker has finished).
 
         Raises RuntimeError at once when a worker fails (the others block in the next
         barrier or push), TimeoutError naming the laggards after ``timeout`` seconds.
         """
         if not self.group.processes:
             raise RuntimeError("nothing to wait for: call start() first")
+        chosen = self._chosen(tasks)
         begin = time.monotonic()
-        worker_names = [n for n in self.task_names() if self.role_of(n) == "worker"]
+        worker_names = [n for n in chosen if self.role_of(n) == "worker"]
         try:
             self.group.wait(worker_names, timeout)
         except RuntimeError as err:
@@ -259,13 +261,13 @@ class LocalMXCluster:
             ) from None
         except TimeoutError as err:
             raise TimeoutError(f"{err}{self._traceback_hint(worker_names)}") from None
-        rest = [n for n in self.task_names() if self.role_of(n) != "worker"]
+        rest = [n for n in chosen if self.role_of(n) != "worker"]
         left = max(5.0, timeout - (time.monotonic() - begin))
         self.group.wait(rest, left)
-        return {n: int(c) for n, c in self.exit_codes().items() if c is not None}
+        return {n: int(c) for n, c in self.exit_codes().items() if n in chosen and c is not None}
 
     def _traceback_hint(self, names: list[str]) -> str:
-        """A worker that raised but could not exit (see helpers.mx_worker.connect)."""
+        """A worker that raised but could not exit (see helpers.workers.mx_worker.connect)."""
         for name in names:
             proc = self.group.processes[name]
             if proc.alive and "Traceback (most recent call last)" in proc.log():
@@ -276,55 +278,26 @@ class LocalMXCluster:
     def run(self, timeout: float = 120.0) -> dict[str, int]:
         """``start()`` then ``wait(timeout)``: the whole life of a short job."""
         self.start()
-        return self.wait(timeout)
+        return self.wait(timeout=timeout)
 
-    def kill(self, task: str) -> None:
-        """SIGKILL one process (fault injection)."""
-        self.group.kill(task)
+    def restart(self, tasks: str | list[str]) -> float:
+        """Not possible with ps-lite: refused with what to do instead.
 
-    def stop(self) -> float:
-        """End every process still running; return the seconds it took. Idempotent."""
-        return self.group.stop()
-
-    # -- what the processes said -----------------------------------------------------
-    def exit_codes(self) -> dict[str, int | None]:
-        return self.group.exit_codes()
-
-    def alive(self) -> list[str]:
-        """Tasks whose process is still running."""
-        return [n for n, p in self.group.processes.items() if p.alive]
-
-    def pids(self) -> dict[str, int]:
-        return {n: p.pid for n, p in self.group.processes.items()}
-
-    def logs(self) -> dict[str, str]:
-        return self.group.logs()
+        The scheduler hands out ranks once, when every process has registered; a process
+        that joins later is not taken back into the job. Start a new cluster instead.
+        """
+        raise RuntimeError(
+            f"a ps-lite cluster cannot take {tasks!r} back once it has formed (the scheduler "
+            "assigns ranks only at start-up); stop() this cluster and start a new LocalMXCluster"
+        )
 
     def results(self) -> list[dict[str, Any]]:
-        """Every worker's ``RESULT`` records (see :func:`helpers.mx_worker.report`), by rank."""
+        """Every worker's ``RESULT`` records (:func:`helpers.workers.mx_worker.report`), by rank."""
         records = []
         for name, text in self.logs().items():
             if self.role_of(name) == "worker":
                 records += [{"task": name, **r} for r in parse_results(text)]
         return sorted(records, key=lambda r: (r.get("rank", -1), r["task"]))
-
-    def show_logs(
-        self, tasks: Iterable[str] | None = None, last: int | None = None,
-        hide: Sequence[str] = ("RESULT ",),
-    ) -> None:
-        """Print each task's log under a header; ``last`` keeps only the final lines."""
-        chosen = list(tasks) if tasks is not None else self.task_names()
-        unknown = [t for t in chosen if t not in self.group.processes]
-        if unknown:
-            raise ValueError(f"no started task {unknown}; started: {list(self.group.processes)}")
-        for name in chosen:
-            proc: ManagedProcess = self.group.processes[name]
-            lines = [ln for ln in proc.log().splitlines()
-                     if not any(ln.startswith(h) for h in hide)]
-            if last is not None:
-                lines = lines[-last:]
-            print(f"----- {name} (exit code {proc.returncode}) -----")
-            print("\n".join(lines) if lines else "(no output)")
 
 
 TRAIN_MODULE = "helpers.workers.mx_train"

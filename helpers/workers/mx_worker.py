@@ -1,7 +1,7 @@
 """The worker side of a local MXNet cluster: join the kvstore, log, and report results.
 
 A worker program (``python -m helpers.workers.mx_*``) and the launcher in
-:mod:`helpers.mx_cluster` talk through the worker's log, which is all a real cluster
+:mod:`helpers.cluster.mx_cluster` talk through the worker's log, which is all a real cluster
 has in common too. This module holds both ends of that small protocol so they cannot
 drift apart:
 
@@ -52,8 +52,8 @@ def check_worker_env(environ: dict[str, str] | None = None) -> None:
     if missing:
         raise RuntimeError(
             f"this program is an MXNet cluster worker but {', '.join(missing)} "
-            "is not set; start it with helpers.mx_cluster.LocalMXCluster, or set the "
-            "variables printed by helpers.mx_cluster.shell_commands()"
+            "is not set; start it with helpers.cluster.mx_cluster.LocalMXCluster, or set the "
+            "variables printed by helpers.cluster.mx_cluster.shell_commands()"
         )
     if env["DMLC_ROLE"] != "worker":
         raise RuntimeError(

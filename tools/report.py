@@ -14,7 +14,7 @@ key names a rate or ratio (speed-up, GB/s, GFLOP/s, seconds per epoch, accuracy)
 picked, and a list of them is paired with a sibling list of the same length whose key
 names what was varied (``replica_counts``, ``workers``, ``sizes`` ...).
 
-``python -m helpers.report --results results --output build/REPORT.md`` rebuilds a report
+``python -m tools.report --results results --output build/REPORT.md`` rebuilds a report
 from results that are already there.
 """
 
@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import sys
 import time
@@ -275,22 +274,25 @@ def _place_figure(png: Path, report_dir: Path) -> str:
         return f"figures/{png.name}"
 
 
-_MACHINE_FIELDS = ("platform", "processor", "cores", "gpus", "python", "tensorflow")
+#: What identifies a machine, for telling whether all results came from the same one.
+_MACHINE_FIELDS = ("cpu", "logical_cpus", "gpus", "platform", "python", "versions")
 
 
-def _machine_rows(files: list[ResultFile], extra: dict[str, Any]) -> list[list[str]]:
-    rows = [[_escape(str(k)), format_value(v)] for k, v in extra.items()]
-    machines = [f.machine for f in files if f.machine]
-    if machines:
-        first = machines[0]
-        for key in _MACHINE_FIELDS:
-            if key in first:
-                rows.append([key, format_value(first[key])])
-        others = sorted({f.name for f in files
-                         if f.machine and {k: f.machine.get(k) for k in _MACHINE_FIELDS}
-                         != {k: first.get(k) for k in _MACHINE_FIELDS}})
-        if others:
-            rows.append(["note", _escape("results from another machine: " + ", ".join(others))])
+def _machine_rows(files: list[ResultFile], machine: dict[str, Any]) -> list[list[str]]:
+    """The machine as rows (package versions one per row), from ``machine`` or else the
+    first results file, with a note naming results saved on another machine."""
+    described = machine or next((f.machine for f in files if f.machine), {})
+    rows = []
+    for key, value in described.items():
+        if isinstance(value, dict):
+            rows += [[_escape(str(k)), format_value(v)] for k, v in value.items()]
+        else:
+            rows.append([_escape(str(key)), format_value(value)])
+    identity = {k: described.get(k) for k in _MACHINE_FIELDS}
+    others = sorted({f.name for f in files if f.machine
+                     and {k: f.machine.get(k) for k in _MACHINE_FIELDS} != identity})
+    if others and described:
+        rows.append(["note", _escape("results from another machine: " + ", ".join(others))])
     return rows
 
 
@@ -376,35 +378,11 @@ def build_report(
     return report
 
 
-def describe_machine() -> dict[str, Any]:
-    """CPU model, usable cores, memory and GPU names, read without starting a framework."""
-    from helpers.devices import cpu_cores, nvidia_smi  # noqa: PLC0415
-
-    info: dict[str, Any] = {}
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        match = re.search(r"^model name\s*:\s*(.+)$", cpuinfo.read_text(), re.MULTILINE)
-        if match:
-            info["cpu"] = match.group(1).strip()
-    info["usable cores"] = cpu_cores()
-    try:
-        import psutil  # noqa: PLC0415
-
-        info["memory"] = f"{psutil.virtual_memory().total / 2**30:.1f} GiB"
-    except ImportError:
-        pass
-    smi = nvidia_smi()
-    if smi is None:
-        info["NVIDIA GPUs"] = "none (no nvidia-smi)"
-    else:
-        names = [f"{row[1]} ({row[2]})" for row in smi.rows]
-        info["NVIDIA GPUs"] = f"{len(names)}: " + "; ".join(names)
-    return info
-
-
 def main(argv: Sequence[str] | None = None) -> int:
+    from helpers.machine import describe_machine  # noqa: PLC0415
+
     parser = argparse.ArgumentParser(
-        prog="python -m helpers.report",
+        prog="python -m tools.report",
         description="Write a markdown report of the results the notebooks saved.")
     parser.add_argument("--results", default=None,
                         help="folder of results JSON and PNG files (default: the series' results/)")
