@@ -77,6 +77,7 @@ from helpers.measure.timing import Timer, TimingResult, benchmark
 from helpers.plots import bar_timings, line_bandwidth, line_speedup, save_figure
 from helpers.profiles import Profile, detect_profile_name, get_profile
 from helpers.results import load_results, save_results
+from helpers.source import show_source, source_of
 from helpers.table import Table
 from helpers.workers.mx_worker import median_step_seconds, training_table
 
@@ -84,7 +85,8 @@ __all__ = [
     # the machine and the series
     "Profile", "Table", "apply_numpy_fix", "broken_pins", "detect_profile_name", "diagnose",
     "get_profile", "import_mxnet", "import_tensorflow", "load_digits", "load_results",
-    "pin_report", "read_pins", "require_int", "require_number", "save_results", "training",
+    "pin_report", "read_pins", "require_int", "require_number", "save_results", "show_source",
+    "source_of", "training",
     # devices and placement
     "ContextPair", "DeviceName", "DevicePlan", "Placement", "capture_placement",
     "choose_strategy", "context_pair", "cpu_cores", "list_devices", "mirrored_over",
