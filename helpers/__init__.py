@@ -50,7 +50,12 @@ from helpers.devices.names import DeviceName, mxnet_context, parse_device
 from helpers.devices.placement import Placement, capture_placement, parse_placement
 from helpers.devices.strategies import choose_strategy, mirrored_over, replica_devices
 from helpers.environment import broken_pins, diagnose, pin_report, read_pins
-from helpers.frameworks import apply_numpy_fix, import_mxnet, import_tensorflow
+from helpers.frameworks import (
+    apply_numpy_fix,
+    import_mxnet,
+    import_tensorflow,
+    mxnet_import_settings,
+)
 from helpers.measure.bandwidth import CopyRoute, copy_sweep
 from helpers.measure.blas import (
     GENERIC_KERNELS,
@@ -85,8 +90,8 @@ __all__ = [
     # the machine and the series
     "Profile", "Table", "apply_numpy_fix", "broken_pins", "detect_profile_name", "diagnose",
     "get_profile", "import_mxnet", "import_tensorflow", "load_digits", "load_results",
-    "pin_report", "read_pins", "require_int", "require_number", "save_results", "show_source",
-    "source_of", "training",
+    "mxnet_import_settings", "pin_report", "read_pins", "require_int", "require_number",
+    "save_results", "show_source", "source_of", "training",
     # devices and placement
     "ContextPair", "DeviceName", "DevicePlan", "Placement", "capture_placement",
     "choose_strategy", "context_pair", "cpu_cores", "list_devices", "mirrored_over",
