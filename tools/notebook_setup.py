@@ -70,7 +70,8 @@ import subprocess
 import sys
 
 if importlib.util.find_spec("helpers") is None:
-    repository, home = "{url}", os.path.expanduser("~/{name}")
+    repository = "{url}"
+    home = os.path.expanduser("~/{name}")
 
     def run(*command):
         done = subprocess.run(command, capture_output=True, text=True)
@@ -83,8 +84,11 @@ if importlib.util.find_spec("helpers") is None:
     sys.path.insert(0, home)
     stale = [m for m in ("numpy", "matplotlib") if m in sys.modules
              and sys.modules[m].__version__ != importlib.metadata.version(m)]
-    print(f"Installed. Restart the session now ({{', '.join(stale)}} was loaded before the "
-          "pinned version was installed), then run all cells." if stale else "Installed.")'''
+    message = "Installed."
+    if stale:  # Colab and Kaggle start with numpy 2 already imported
+        message += (" Restart the session now, then run all cells: the pinned "
+                    f"{{' and '.join(stale)}} cannot replace the one already loaded.")
+    print(message)'''
 
 BADGES_TEMPLATE = (
     "[![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
@@ -190,17 +194,17 @@ def _positions_changed(before: dict[str, Any], after: dict[str, Any]) -> bool:
 
 
 def process(path: Path, url: str, branch: str = BRANCH, *, write: bool = True,
-            tag_solutions: bool = False, root: Path = ROOT) -> list[str]:
-    """Update (or, with ``write=False``, only inspect) one notebook file; what changed."""
+            tag_solutions: bool = False) -> list[str]:
+    """Update (or, with ``write=False``, only inspect) one notebook file; what changed.
+
+    Its badges point at ``notebooks/<file name>`` in the repository, where the series'
+    notebooks live (so a copy elsewhere gets the same cells as the original).
+    """
     import nbformat  # noqa: PLC0415
 
     nb = nbformat.read(path, as_version=4)
     before = copy.deepcopy(nb)
-    try:
-        relative = path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        raise ValueError(f"{path} is not inside the repository {root}") from None
-    changes = update_notebook(nb, relative, url, branch, tag_solutions)
+    changes = update_notebook(nb, f"{NOTEBOOKS.name}/{path.name}", url, branch, tag_solutions)
     if _positions_changed(before, nb) and not changes:
         changes.append("moved the badges or setup cell to its place")
     if changes and write:
