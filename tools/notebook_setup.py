@@ -30,10 +30,11 @@ Why the setup cell looks the way it does:
   downloaded and executed unseen. The pins are the ``runtime`` extra of
   ``pyproject.toml`` (the notebooks' packages from ``requirements.txt``, without
   JupyterLab, nbval, pytest or ruff); a unit test keeps the two lists equal.
-* Colab and Kaggle start with numpy 2 loaded; numpy 1.26.4 (the one MXNet 1.9.1 and
-  TensorFlow 2.21 share) cannot replace a module that is already imported, so the cell
-  compares what is loaded with what is now installed and says plainly when the session
-  must be restarted.
+* After installing, the cell always asks for a restart, in plain words: Colab and Kaggle
+  start with numpy 2 imported, and numpy 1.26.4 (the one MXNet 1.9.1 and TensorFlow 2.21
+  share) cannot replace a loaded module; the editable install and, on Python 3.12,
+  setuptools' ``distutils`` (which MXNet imports) only take effect when Python starts.
+  Run in the same session, later cells would fail in confusing ways instead.
 
 ``--tag-solutions`` also adds the ``solution`` tag to every code cell whose first line
 is ``# Solution`` (the convention ``make student`` relies on).
@@ -63,7 +64,6 @@ _GITHUB = re.compile(r"^https://github\.com/(?P<slug>[A-Za-z0-9_.-]+/[A-Za-z0-9_
 SETUP_TEMPLATE = '''\
 # Setup for Colab and Kaggle: fetch the series and install its pinned packages (a few minutes).
 # Wherever the series is installed already (its repository after `make`) this does nothing.
-import importlib.metadata
 import importlib.util
 import os
 import subprocess
@@ -81,14 +81,10 @@ if importlib.util.find_spec("helpers") is None:
     if not os.path.isdir(home):
         run("git", "clone", "--quiet", "--depth=1", "--branch={branch}", repository, home)
     run(sys.executable, "-m", "pip", "install", "--quiet", "-e", home + "[runtime]")
-    sys.path.insert(0, home)
-    stale = [m for m in ("numpy", "matplotlib") if m in sys.modules
-             and sys.modules[m].__version__ != importlib.metadata.version(m)]
-    message = "Installed."
-    if stale:  # Colab and Kaggle start with numpy 2 already imported
-        message += (" Restart the session now, then run all cells: the pinned "
-                    f"{{' and '.join(stale)}} cannot replace the one already loaded.")
-    print(message)'''
+    # numpy 2, already loaded here, cannot be swapped for 1.26.4 in a running session; the
+    # series' install and setuptools' distutils (Python 3.12) take effect at start-up.
+    print("Installed. Now restart the session (Colab: Runtime > Restart session; Kaggle: "
+          "Run > Restart & clear cell outputs) and run all cells: this cell will then pass.")'''
 
 BADGES_TEMPLATE = (
     "[![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
