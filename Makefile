@@ -57,10 +57,7 @@ student: $(STAMP)
 
 # One run of the notebook suite under nbval; its JUnit report gives TEACHING.md's run minutes.
 teaching: $(STAMP)
-	@mkdir -p build
-	SERIES_PROFILE=ci $(BIN)/python -m pytest notebooks -q --junitxml=build/notebooks-junit.xml \
-	  -o junit_family=xunit1
-	$(BIN)/python -m tools.teaching --junit build/notebooks-junit.xml
+	$(BIN)/python -m tools.teaching --run
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run_all

@@ -51,14 +51,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tools.cells import (
+    BADGES_ID,
+    SETUP_ID,
+    SOLUTION_TAG,
+    cell_source,
+    first_line,
+    headed_as_solution,
+)
+
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = ROOT / "pyproject.toml"
 NOTEBOOKS = ROOT / "notebooks"
 BRANCH = "main"
-BADGES_ID = "badges"
-SETUP_ID = "setup"
-SOLUTION_TAG = "solution"
-SOLUTION_LINE = re.compile(r"^#\s*Solution\b")
 _GITHUB = re.compile(r"^https://github\.com/(?P<slug>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)(\.git)?/?$")
 
 SETUP_TEMPLATE = '''\
@@ -134,11 +139,6 @@ def _cell(cell_type: str, cell_id: str, source: str) -> dict[str, Any]:
     return cell
 
 
-def _source(cell: dict[str, Any]) -> str:
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else source
-
-
 def update_notebook(nb: dict[str, Any], path: str, url: str, branch: str = BRANCH,
                     tag_solutions: bool = False) -> list[str]:
     """Bring ``nb`` (a notebook as JSON) up to date in place; return what changed.
@@ -162,7 +162,7 @@ def update_notebook(nb: dict[str, Any], path: str, url: str, branch: str = BRANC
             found[cell_id] = _cell(cell_type, cell_id, source)
             changes.append(f"added the {cell_id} cell")
             continue
-        if old.get("cell_type") != cell_type or _source(old) != source:
+        if old.get("cell_type") != cell_type or cell_source(old) != source:
             old.update(cell_type=cell_type, source=source)
             changes.append(f"updated the {cell_id} cell")
         if cell_type == "code" and old.get("outputs"):
@@ -173,14 +173,11 @@ def update_notebook(nb: dict[str, Any], path: str, url: str, branch: str = BRANC
     cells.insert(first_code, found[SETUP_ID])
     cells.insert(0, found[BADGES_ID])
     if tag_solutions:
-        for cell in cells:
-            first = _source(cell).lstrip().splitlines()[:1]
-            if cell.get("cell_type") != "code" or not first or not SOLUTION_LINE.match(first[0]):
-                continue
+        for cell in filter(headed_as_solution, cells):
             tags = cell.setdefault("metadata", {}).setdefault("tags", [])
             if SOLUTION_TAG not in tags:
                 tags.append(SOLUTION_TAG)
-                changes.append(f"tagged {first[0]!r} as a solution")
+                changes.append(f"tagged {first_line(cell)!r} as a solution")
     return changes
 
 
