@@ -37,7 +37,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 # Served from the repository root, so the programs the notebooks refer to (helpers/workers/)
 # open beside them; the browser starts in notebooks/.
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.root_dir=. --ServerApp.default_url=/lab/tree/notebooks \
+	$(BIN)/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks \
 	  $(ROOT_FLAG) $(LAB_ARGS)
 
 test: $(STAMP)

@@ -175,3 +175,21 @@ def test_every_stored_notebook_has_current_badges_and_setup_cell():
     stale = {name: changes for name, changes in stale.items() if changes}
     assert not stale, ("run `python -m tools.notebook_setup`: "
                        + json.dumps(stale, indent=1))
+
+
+def test_the_readme_badge_line_is_written_from_the_address():
+    text = "# Title\n\n<!-- badges:start -->\nold\n<!-- badges:end -->\n\nBody\n"
+    new = ns.update_readme(text, URL)
+    assert new.startswith("# Title\n\n<!-- badges:start -->\n[![CI](")
+    assert f"({URL}/actions/workflows/ci.yml)" in new
+    assert "github/someone/a-fork/blob/main/notebooks/00_environment_check.ipynb" in new
+    assert new.endswith("<!-- badges:end -->\n\nBody\n") and "old" not in new
+    assert ns.update_readme(new, URL) == new
+    with pytest.raises(ValueError, match="badges:start"):
+        ns.update_readme("# no block\n", URL)
+
+
+def test_the_readme_badges_are_current():
+    text = ns.README.read_text()
+    assert ns.update_readme(text, ns.repository_url()) == text, (
+        "run `python -m tools.notebook_setup`")

@@ -11,8 +11,11 @@ not up to date (CI and the pre-commit hook run it). Two cells, recognised by the
   already (its repository after ``make``, the devcontainer, CI) it does nothing and
   prints nothing, so the stored notebooks stay the same on every machine.
 
-Both are written from one address, ``[project.urls] Repository`` in ``pyproject.toml``:
-a fork changes that line and reruns this command.
+Both are written from one address, ``[project.urls] Repository`` in ``pyproject.toml``,
+and so is the badge line of ``README.md`` (between ``<!-- badges:start -->`` and
+``<!-- badges:end -->``: CI status, and notebook 00 on Colab and Kaggle), which a run
+over all notebooks updates and checks too. A fork changes that one line of
+``pyproject.toml`` and reruns this command.
 
 Why the setup cell looks the way it does:
 
@@ -63,7 +66,10 @@ from tools.cells import (
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = ROOT / "pyproject.toml"
 NOTEBOOKS = ROOT / "notebooks"
+README = ROOT / "README.md"
+FIRST_NOTEBOOK = "notebooks/00_environment_check.ipynb"
 BRANCH = "main"
+README_START, README_END = "<!-- badges:start -->", "<!-- badges:end -->"
 _GITHUB = re.compile(r"^https://github\.com/(?P<slug>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)(\.git)?/?$")
 
 SETUP_TEMPLATE = '''\
@@ -129,6 +135,22 @@ def setup_source(url: str, branch: str = BRANCH) -> str:
 def badges_source(url: str, path: str, branch: str = BRANCH) -> str:
     """The badges cell's markdown for the notebook at ``path`` (relative to the repository)."""
     return BADGES_TEMPLATE.format(url=url, slug=github_slug(url), branch=branch, path=path)
+
+
+def readme_badges(url: str, branch: str = BRANCH) -> str:
+    """The README's badge line: CI status, and the series' first notebook on Colab/Kaggle."""
+    ci = (f"[![CI]({url}/actions/workflows/ci.yml/badge.svg?branch={branch})]"
+          f"({url}/actions/workflows/ci.yml)")
+    return f"{ci} {badges_source(url, FIRST_NOTEBOOK, branch)}"
+
+
+def update_readme(text: str, url: str, branch: str = BRANCH) -> str:
+    """``text`` (README.md) with its badge line written from ``url``."""
+    if text.count(README_START) != 1 or text.count(README_END) != 1:
+        raise ValueError(f"README.md must hold one {README_START} ... {README_END} block")
+    before, rest = text.split(README_START)
+    _, after = rest.split(README_END)
+    return f"{before}{README_START}\n{readme_badges(url, branch)}\n{README_END}{after}"
 
 
 def _cell(cell_type: str, cell_id: str, source: str) -> dict[str, Any]:
@@ -226,6 +248,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         url = repository_url()
         outdated = 0
+        if not args.notebooks:  # a run over the whole series keeps the README's badges too
+            text = README.read_text()
+            if update_readme(text, url, args.branch) != text:
+                outdated += 1
+                print(f"{README.name}: {'not up to date' if args.check else 'updated'}: badges")
+                if not args.check:
+                    README.write_text(update_readme(text, url, args.branch))
         for path in notebooks:
             changes = process(path, url, args.branch, write=not args.check,
                               tag_solutions=args.tag_solutions)
@@ -236,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:
         parser.error(str(err))
     if args.check and outdated:
-        print(f"{outdated} notebook(s) out of date: run `python -m tools.notebook_setup`",
+        print(f"{outdated} file(s) out of date: run `python -m tools.notebook_setup`",
               file=sys.stderr)
         return 1
     if not outdated:
