@@ -24,7 +24,7 @@ venv: $(STAMP)
 $(STAMP): $(REQUIREMENTS) pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
 	  echo "Could not create $(VENV): install Python 3.11 or 3.12 with venv (Debian: apt-get install python3.11-venv)"; exit 1; }
-	@echo "Installing $(REQUIREMENTS) into $(VENV) (about 1 GB the first time; pip shows its progress)"
+	@echo "Installing $(REQUIREMENTS) into $(VENV): TensorFlow and MXNet are large downloads the first time"
 	$(BIN)/python -m pip install --upgrade pip
 	$(BIN)/python -m pip install -r $(REQUIREMENTS) -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (series)" >/dev/null

@@ -6,6 +6,7 @@ import nbformat
 import pytest
 
 from tools import hygiene
+from tools.cells import stored_notebooks
 
 
 def executed_like():
@@ -54,7 +55,7 @@ def test_missing_notebook_is_a_usage_error(tmp_path):
     assert exit_info.value.code == 2
 
 
-@pytest.mark.parametrize("path", hygiene.stored_notebooks(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", stored_notebooks(), ids=lambda p: p.name)
 def test_stored_notebook_has_no_volatile_metadata(path):
     found = hygiene.volatile_fields(json.loads(path.read_text()))
     assert not found, f"run `python -m tools.hygiene --fix {path.name}`: {found[:5]}"

@@ -6,6 +6,7 @@ import nbformat
 import pytest
 
 from tools import student
+from tools.cells import stored_notebooks
 
 ANSWER = "the answer is 42 GFLOP/s\n"
 
@@ -100,6 +101,5 @@ def test_the_copies_never_overwrite_the_originals(tmp_path):
 
 
 def test_student_copies_of_the_stored_notebooks_hold_no_solution(tmp_path):
-    problems = student.write_copies(sorted(student.ROOT.glob("notebooks/[0-9][0-9]_*.ipynb")),
-                                    tmp_path)
+    problems = student.write_copies(stored_notebooks(), tmp_path)
     assert problems == {}

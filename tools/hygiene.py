@@ -17,10 +17,10 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from tools.cells import add_notebooks_argument, chosen_notebooks
+
 #: Cell metadata written by a run: nbclient's timestamps, the ExecuteTime extension's,
 #: papermill's per-cell record, the classic notebook's trust flag.
 VOLATILE_CELL_KEYS = ("execution", "ExecuteTime", "papermill", "trusted")
@@ -58,25 +58,15 @@ def strip_volatile(nb: dict[str, Any]) -> None:
             cell.get("metadata", {}).pop(key, None)
 
 
-def stored_notebooks(root: Path = ROOT) -> list[Path]:
-    """The series' notebooks, ``notebooks/NN_name.ipynb``, in order."""
-    return sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.hygiene",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("notebooks", nargs="*", type=Path,
-                        help="notebooks to check (default: notebooks/NN_*.ipynb)")
+    add_notebooks_argument(parser, "check")
     parser.add_argument("--fix", action="store_true",
                         help="remove the volatile fields in place (sources and outputs stay)")
     args = parser.parse_args(argv)
-    notebooks = args.notebooks or stored_notebooks()
-    missing = [str(p) for p in notebooks if not p.is_file()]
-    if missing:
-        parser.error(f"no such notebook: {', '.join(missing)}")
     dirty = 0
-    for path in notebooks:
+    for path in chosen_notebooks(parser, args.notebooks):
         text = path.read_text()
         nb = json.loads(text)
         found = volatile_fields(nb)

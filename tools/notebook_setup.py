@@ -56,16 +56,18 @@ from typing import Any
 
 from tools.cells import (
     BADGES_ID,
+    NOTEBOOKS,
     SETUP_ID,
     SOLUTION_TAG,
+    add_notebooks_argument,
     cell_source,
+    chosen_notebooks,
     first_line,
     headed_as_solution,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = ROOT / "pyproject.toml"
-NOTEBOOKS = ROOT / "notebooks"
 README = ROOT / "README.md"
 FIRST_NOTEBOOK = "notebooks/00_environment_check.ipynb"
 BRANCH = "main"
@@ -232,8 +234,7 @@ def process(path: Path, url: str, branch: str = BRANCH, *, write: bool = True,
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.notebook_setup",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("notebooks", nargs="*", type=Path,
-                        help="notebooks to update (default: notebooks/NN_*.ipynb)")
+    add_notebooks_argument(parser, "update")
     parser.add_argument("--check", action="store_true",
                         help="change nothing; exit 1 if a notebook is not up to date")
     parser.add_argument("--branch", default=BRANCH,
@@ -241,10 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tag-solutions", action="store_true",
                         help="also tag code cells that start with '# Solution' as 'solution'")
     args = parser.parse_args(argv)
-    notebooks = args.notebooks or sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
-    missing = [str(p) for p in notebooks if not p.is_file()]
-    if missing or not notebooks:
-        parser.error(f"no such notebook: {', '.join(missing) or 'notebooks/NN_*.ipynb'}")
+    notebooks = chosen_notebooks(parser, args.notebooks)
     try:
         url = repository_url()
         outdated = 0

@@ -28,7 +28,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tools.cells import BADGES_ID, SOLUTION_LINE, cell_source, first_line, is_solution
+from tools.cells import (
+    BADGES_ID,
+    SOLUTION_LINE,
+    add_notebooks_argument,
+    cell_source,
+    chosen_notebooks,
+    first_line,
+    is_solution,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -115,15 +123,11 @@ def write_copies(notebooks: Sequence[Path], output: Path) -> dict[str, list[str]
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.student",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("notebooks", nargs="*", type=Path,
-                        help="notebooks to copy (default: notebooks/NN_*.ipynb)")
+    add_notebooks_argument(parser, "copy")
     parser.add_argument("--output", type=Path, default=ROOT / "build" / "student",
                         help="folder for the copies (default: build/student)")
     args = parser.parse_args(argv)
-    notebooks = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    missing = [str(p) for p in notebooks if not p.is_file()]
-    if missing or not notebooks:
-        parser.error(f"no such notebook: {', '.join(missing) or 'notebooks/NN_*.ipynb'}")
+    notebooks = chosen_notebooks(parser, args.notebooks)
     if args.output.resolve() in {p.parent.resolve() for p in notebooks}:
         parser.error("--output must not be the notebooks' own folder (the copies would "
                      "overwrite the originals)")
