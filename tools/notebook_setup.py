@@ -34,10 +34,10 @@ Why the setup cell looks the way it does:
   ``pyproject.toml`` (the notebooks' packages from ``requirements.txt``, without
   JupyterLab, nbval, pytest or ruff); a unit test keeps the two lists equal.
 * After installing, the cell always asks for a restart, in plain words: Colab and Kaggle
-  start with numpy 2 imported, and numpy 1.26.4 (the one MXNet 1.9.1 and TensorFlow 2.21
-  share) cannot replace a loaded module; the editable install and, on Python 3.12,
-  setuptools' ``distutils`` (which MXNet imports) only take effect when Python starts.
-  Run in the same session, later cells would fail in confusing ways instead.
+  ship numpy 2, and numpy 1.26.4 (the one MXNet 1.9.1 and TensorFlow 2.21 share) cannot
+  replace a numpy that the session has already imported; the editable install and, on
+  Python 3.12, setuptools' ``distutils`` (which MXNet imports) only take effect when
+  Python starts. Run in the same session, later cells would fail in confusing ways.
 
 ``--tag-solutions`` also adds the ``solution`` tag to every code cell whose first line
 is ``# Solution`` (the convention ``make student`` relies on).
@@ -94,8 +94,8 @@ if importlib.util.find_spec("helpers") is None:
     if not os.path.isdir(home):
         run("git", "clone", "--quiet", "--depth=1", "--branch={branch}", repository, home)
     run(sys.executable, "-m", "pip", "install", "--quiet", "-e", home + "[runtime]")
-    # numpy 2, already loaded here, cannot be swapped for 1.26.4 in a running session; the
-    # series' install and setuptools' distutils (Python 3.12) take effect at start-up.
+    # numpy 1.26.4 (replacing the platform's numpy 2), the series and, on Python 3.12,
+    # setuptools' distutils for MXNet take effect only in a new Python process.
     print("Installed. Now restart the session (Colab: Runtime > Restart session; Kaggle: "
           "Run > Restart & clear cell outputs) and run all cells: this cell will then pass.")'''
 
