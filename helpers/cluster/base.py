@@ -7,6 +7,10 @@ both: which tasks are there and in what state, what did each print, wait for a l
 kill one on purpose, end them all. :class:`LocalCluster` answers those once, with one
 vocabulary, on top of :class:`helpers.cluster.processes.ProcessGroup`; the two
 framework classes add how to start their tasks.
+
+Security: neither framework authenticates the processes that connect to a task. Each
+table shows where every task really listens (``listening on``, read from the kernel),
+and :mod:`helpers.cluster.exposure` says who else could reach those addresses.
 """
 
 from __future__ import annotations
@@ -15,7 +19,12 @@ import re
 import signal
 from collections.abc import Iterable
 
-from helpers.cluster.processes import ManagedProcess, ProcessGroup, describe_exit
+from helpers.cluster.processes import (
+    ManagedProcess,
+    ProcessGroup,
+    describe_exit,
+    format_address,
+)
 from helpers.table import Table
 
 
@@ -57,6 +66,19 @@ class LocalCluster:
     def alive(self) -> list[str]:
         """Tasks whose process is running now."""
         return [t for t in self.task_names() if self._alive(t)]
+
+    def listening_on(self, task: str) -> str:
+        """Where ``task``'s own process listens now, e.g. ``0.0.0.0:41234, [::]:41234``.
+
+        Read from the kernel's socket tables (psutil), so it shows what the framework
+        really did: ``0.0.0.0`` and ``[::]`` mean every address of this machine. Empty
+        when the task is not running.
+        """
+        self._check_task(task)
+        proc = self.group.processes.get(task)
+        if proc is None:
+            return ""
+        return ", ".join(format_address(ip, port) for ip, port in proc.listening())
 
     def pids(self) -> dict[str, int]:
         """Process id of every task started so far (the latest run of a restarted task)."""
