@@ -313,10 +313,10 @@ class LocalMXCluster(LocalCluster):
         the message says so. TimeoutError names the laggards after ``timeout`` seconds
         (and leaves the processes to the ``with`` block).
         """
+        timeout = require_number("timeout (seconds)", timeout, above=0)
         if not self.group.processes:
             raise RuntimeError("nothing to wait for: call start() first")
         chosen = self._chosen(tasks)
-        timeout = require_number("timeout (seconds)", timeout, above=0)
         deadline = time.monotonic() + timeout
         names = self.task_names()
         support = [n for n in names if self.role_of(n) != "worker"]
@@ -365,6 +365,7 @@ class LocalMXCluster(LocalCluster):
 
     def run(self, timeout: float = 120.0) -> dict[str, int]:
         """``start()`` then ``wait(timeout)``: the whole life of a short job."""
+        require_number("timeout (seconds)", timeout, above=0)
         self.start()
         return self.wait(timeout=timeout)
 
@@ -406,6 +407,7 @@ def train_on_cluster(
     Returns the finished cluster (its ``results()``, ``logs()`` and ``show_logs()`` stay
     readable) after checking that no process is left running.
     """
+    require_number("timeout (seconds)", timeout, above=0)
     cluster = LocalMXCluster(TRAIN_MODULE, workers=workers, servers=servers, args=args, **kwargs)
     with cluster:
         cluster.start()

@@ -100,9 +100,10 @@ def check_host(host: object) -> str:
         try:
             sock.bind((address[0], 0))
         except OSError:
+            shown = host if host == address[0] else f"{host} ({address[0]})"
             raise ValueError(
-                f"host {host!r} ({address[0]}) is not an address of this machine, so no task "
-                "could listen there; a local cluster uses 127.0.0.1 (the default)"
+                f"host {shown!r} is not an address of this machine, so no task could listen "
+                "there; a local cluster uses 127.0.0.1 (the default)"
             ) from None
     return host
 

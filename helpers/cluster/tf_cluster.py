@@ -354,6 +354,7 @@ class LocalTFCluster(LocalCluster):
         wait for it forever), TimeoutError naming the ones still running. Neither stops
         the other tasks: the caller may restart them; leaving the ``with`` block ends them.
         """
+        require_number("timeout (seconds)", timeout, above=0)
         chosen = self._chosen(tasks)
         never = [t for t in chosen if t not in self.group.processes]
         if never:
