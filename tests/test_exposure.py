@@ -112,6 +112,8 @@ def test_network_banner_prints_the_machines_exposure(monkeypatch, capsys):
     assert found.level == "private" and "192.0.2.2" in shown
     assert f"ports {exposure.ephemeral_port_range()}" in shown
     assert shown.splitlines()[0] == "=" * len(shown.splitlines()[0])
+    check_exposure()  # a cluster starting after the banner does not repeat it
+    assert capsys.readouterr().out == ""
     monkeypatch.setattr(psutil, "net_if_addrs", lambda: {"lo": LOOPBACK})
     network_banner()
     assert "loopback only" in capsys.readouterr().out

@@ -15,8 +15,9 @@ This launcher does the same job after a clean ``exec`` of a fresh interpreter:
    signal survives ``exec``.
 
 It is run as a file with ``python -I -S`` (no ``site``, no ``helpers`` package), so it
-imports only ``ctypes`` and costs a few tens of milliseconds per task. Elsewhere than
-Linux there is no parent-death signal and tasks are started directly.
+imports only ``ctypes`` and adds milliseconds to a task that then spends seconds
+importing its framework. Elsewhere than Linux there is no parent-death signal and tasks
+are started directly.
 """
 
 import ctypes

@@ -30,6 +30,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from typing import Any
 #: Set to 1 to let a TensorFlow cluster start on a machine with a public address.
 ENV_VAR = "SERIES_ALLOW_EXTERNAL"
 _PORT_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_WIDTH = 92
 _warned = False
 
 
@@ -82,29 +84,28 @@ class NetworkExposure:
         if self.level == "loopback":
             return ("Network: loopback only. No other machine can reach this one, so the "
                     "clusters' ports stay on it.")
-        ports = ephemeral_port_range()
+        protect = (f"drop incoming connections to ports {ephemeral_port_range()} from other "
+                   "machines (a firewall), or use a private network, a VPN or SSH tunnels")
         if self.level == "public":
-            head = (f"Network: PUBLIC address(es) {_listed(self.public)}"
-                    + (f", and private {_listed(self.private)}" if self.private else "") + ".")
-            risk = ("Anyone on the internet who finds a cluster's port while it runs can run "
-                    "code as you.")
-            rule = (f"LocalTFCluster refuses to start here unless you pass allow_external=True "
-                    f"or set {ENV_VAR}=1, after making the ports unreachable from outside.")
+            private = f"; private {_listed(self.private)}" if self.private else ""
+            head = f"Network: PUBLIC address(es) {_listed(self.public)}{private}."
+            who = "anyone on the internet"
+            todo = (f"{protect[0].upper()}{protect[1:]}; then pass allow_external=True to "
+                    f"LocalTFCluster or set {ENV_VAR}=1 (until then it refuses to start).")
         else:
             head = f"Network: private address(es) {_listed(self.private)}."
-            risk = ("Machines on that network can reach a cluster's ports while it runs and "
-                    "run code as you.")
-            rule = "If you do not trust that network, close the ports to it."
-        lines = [
+            who = "any machine on that network"
+            todo = f"If you do not trust that network, {protect}."
+        paragraphs = [
             head,
-            "TensorFlow's gRPC servers listen on every address (0.0.0.0), with no "
-            "authentication; MXNet's ps-lite listens on 127.0.0.1 here.",
-            risk,
-            f"Protect them: a firewall that drops incoming connections to ports {ports} "
-            "from other machines, a private network or VPN, or SSH tunnels.",
-            rule,
+            "TensorFlow's gRPC servers listen on every address (0.0.0.0, [::]) with no "
+            f"authentication: while a cluster runs, {who} can connect to its ports and run "
+            "code as you.",
+            todo,
+            "(MXNet's ps-lite listens on 127.0.0.1 here: only this machine can reach it.)",
         ]
-        width = min(max(len(line) for line in lines), 100)
+        lines = [line for text in paragraphs for line in textwrap.wrap(text, _WIDTH)]
+        width = max(len(line) for line in lines)
         return "\n".join(["=" * width, *lines, "=" * width])
 
 
@@ -156,9 +157,12 @@ def network_banner() -> NetworkExposure:
 
     For the top of every notebook that starts a cluster: on a machine with a public
     address it says that TensorFlow clusters will not start without ``allow_external``.
+    Once shown, clusters of this process do not print it again.
     """
+    global _warned
     exposure = network_exposure()
     print(exposure.banner())
+    _warned = True
     return exposure
 
 

@@ -5,9 +5,9 @@ the servers sum the pushes of all workers, so every worker pulls the same sum. W
 ``--sizes-kb`` it then times push + pull round trips for each message size.
 Start it through :class:`helpers.cluster.mx_cluster.LocalMXCluster`.
 
-Security: ps-lite has no authentication and MXNet's servers unpickle what workers send
-them; keep the cluster on 127.0.0.1, or on several machines on a private network, a VPN
-or SSH tunnels (see :func:`helpers.cluster.mx_cluster.shell_commands`).
+Security: ps-lite authenticates nobody, and the servers this program pushes to unpickle
+what they receive. Keep the cluster on 127.0.0.1 or, across machines, on a private
+network, a VPN or SSH tunnels (:func:`helpers.cluster.mx_cluster.shell_commands`).
 """
 
 import argparse

@@ -20,9 +20,10 @@ weights). Optional extras: ``--compute-batches`` times forward + backward alone 
 several batch sizes, ``--sizes-kb`` times push + pull round trips. One ``RESULT`` line
 carries everything back. Start it through :class:`helpers.cluster.mx_cluster.LocalMXCluster`.
 
-Security: ps-lite has no authentication and MXNet's servers unpickle what workers send
-them; keep the cluster on 127.0.0.1, or on several machines on a private network, a VPN
-or SSH tunnels (see :func:`helpers.cluster.mx_cluster.shell_commands`).
+Security: the kvstore this program trains through has no authentication, and its
+servers unpickle the commands they receive: run it on 127.0.0.1 or, across machines,
+only on a private network, a VPN or SSH tunnels, with the ports open only between the
+cluster's hosts.
 """
 
 import argparse
