@@ -13,17 +13,19 @@ import time
 import psutil
 import pytest
 
+from helpers.cluster.ports import (
+    ensure_port_free,
+    format_address,
+    holders_note,
+    port_accepts,
+    port_holders,
+)
 from helpers.cluster.processes import (
     RUN_MARKER,
     ProcessGroup,
     claimed_ports,
-    ensure_port_free,
-    format_address,
     free_port,
     free_ports,
-    holders_note,
-    port_accepts,
-    port_holders,
     prune_log_folders,
     python_module_command,
 )

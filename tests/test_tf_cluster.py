@@ -17,7 +17,8 @@ import time
 
 import pytest
 
-from helpers.cluster.processes import describe_exit, leftover_processes, port_bindable
+from helpers.cluster.ports import port_bindable
+from helpers.cluster.processes import describe_exit, leftover_processes
 from helpers.cluster.tf_cluster import (
     LocalTFCluster,
     cluster_spec,

@@ -20,12 +20,8 @@ import signal
 from collections.abc import Iterable
 
 from helpers.checks import require_int, require_number
-from helpers.cluster.processes import (
-    ManagedProcess,
-    ProcessGroup,
-    describe_exit,
-    format_address,
-)
+from helpers.cluster.ports import format_address
+from helpers.cluster.processes import ManagedProcess, ProcessGroup, describe_exit
 from helpers.table import Table
 
 

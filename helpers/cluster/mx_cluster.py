@@ -47,16 +47,13 @@ from typing import Any
 from helpers.checks import require_choice, require_int, require_number
 from helpers.cluster.base import LocalCluster
 from helpers.cluster.exposure import check_exposure, external_allowed
+from helpers.cluster.ports import check_host, ensure_port_free, holders_note, port_accepts
 from helpers.cluster.processes import (
     LOCAL_TASKS_HINT,
     MAX_LOCAL_TASKS,
     ProcessGroup,
-    check_host,
     describe_exit,
-    ensure_port_free,
     free_port,
-    holders_note,
-    port_accepts,
     python_module_command,
 )
 from helpers.table import Table

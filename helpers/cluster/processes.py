@@ -4,7 +4,7 @@ Every multi-process lesson (TensorFlow workers and parameter servers, MXNet's sc
 servers and workers) needs the same discipline, so it lives here once:
 
 * ports are picked free at run time, never hard-coded, and never one that another
-  running cluster of this process uses;
+  running cluster of this process uses (hosts, ports and listeners: :mod:`.ports`);
 * each process runs in its own process group with its output in a log file, so the
   notebook can show each task's log and nothing is lost if the process crashes;
 * readiness is *checked* (the task's own process listening on its port, a line in the
@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from helpers.checks import require_int, require_number
+from helpers.cluster.ports import check_port, listening_addresses, port_accepts
 
 _LIVE_GROUPS: weakref.WeakSet[ProcessGroup] = weakref.WeakSet()
 
@@ -77,36 +78,7 @@ KEEP_FAILED_RUNS = 10
 _LAUNCHER = Path(__file__).with_name("_launch.py")
 
 
-# -- hosts and ports ------------------------------------------------------------------
-
-def check_host(host: object) -> str:
-    """``host`` if it names an address of this machine that a server can bind, else ValueError.
-
-    A local cluster runs every task here, so its host must resolve and be local: an
-    unknown name or another machine's address would otherwise fail deep inside the
-    framework, or in the port picker.
-    """
-    if not isinstance(host, str) or not host.strip():
-        raise ValueError(f"host must be a host name or address, such as 127.0.0.1, not {host!r}")
-    try:
-        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError):
-        raise ValueError(
-            f"host {host!r} does not resolve to an address; a local cluster runs on this "
-            "machine: leave host at its default, 127.0.0.1"
-        ) from None
-    family, _, _, _, address = infos[0]
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind((address[0], 0))
-        except OSError:
-            shown = host if host == address[0] else f"{host} ({address[0]})"
-            raise ValueError(
-                f"host {shown!r} is not an address of this machine, so no task could listen "
-                "there; a local cluster uses 127.0.0.1 (the default)"
-            ) from None
-    return host
-
+# -- ports of this process's clusters ----------------------------------------------------
 
 def claimed_ports() -> set[int]:
     """Ports held by clusters of this process whose processes still run."""
@@ -132,110 +104,6 @@ def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
         if len(ports) == n:
             return sorted(ports)
     raise RuntimeError(f"could not find {n} free ports on {host}; end some servers and retry")
-
-
-def port_accepts(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bool:
-    """True when something accepts TCP connections on ``host:port``."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def _check_port(port: object) -> int:
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
-        raise ValueError(f"a port is an int between 1 and 65535, not {port!r}")
-    return port
-
-
-def ensure_port_free(port: int, host: str = "127.0.0.1") -> None:
-    """Raise ValueError, saying what to do, if ``port`` is taken or not a valid port."""
-    _check_port(port)
-    if not port_bindable(port, host):
-        raise ValueError(
-            f"port {port} on {host} is already in use{holders_note(port)}; pick another "
-            "(helpers.cluster.processes.free_port() finds one) or end the process holding it"
-        )
-
-
-def port_bindable(port: int, host: str = "127.0.0.1") -> bool:
-    """True when a server could listen on ``port`` now.
-
-    Binds with ``SO_REUSEADDR`` as gRPC does, so connections of a task that was just
-    killed (lingering in TIME_WAIT) do not count as "taken"; a live listener does.
-    """
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def format_address(ip: str, port: int) -> str:
-    """``127.0.0.1:5000``, ``[::]:5000``."""
-    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
-
-
-def listening_addresses(pid: int) -> list[tuple[str, int]]:
-    """``(ip, port)`` of every TCP socket that process ``pid`` or its children listen on.
-
-    Read with psutil from the kernel's socket tables, so it names the process that owns
-    each listener, not merely "something answers on that port". Empty when the process
-    is gone. Call it only for a process that has not been reaped (its pid is ours).
-    """
-    import psutil  # noqa: PLC0415  (only the listener checks need it)
-
-    try:
-        root = psutil.Process(pid)
-        family = [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return []
-    found: set[tuple[str, int]] = set()
-    for proc in family:
-        try:
-            connections = proc.net_connections(kind="tcp")
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-        found |= {(c.laddr.ip, c.laddr.port) for c in connections
-                  if c.status == psutil.CONN_LISTEN}
-    return sorted(found)
-
-
-def port_holders(port: int) -> list[tuple[int | None, str]]:
-    """Who listens on ``port`` on this machine: ``(pid, "pid 123 (python -m ...)")`` each.
-
-    A listener of another user's process has no pid here (``None``). Empty when the
-    system's socket table cannot be read.
-    """
-    import psutil  # noqa: PLC0415
-
-    try:
-        connections = psutil.net_connections(kind="tcp")
-    except (psutil.AccessDenied, OSError):
-        return []
-    holders: dict[int | None, str] = {}
-    for c in connections:
-        if c.status != psutil.CONN_LISTEN or c.laddr.port != port:
-            continue
-        if c.pid is None:
-            holders[None] = "another user's process"
-            continue
-        try:
-            command = " ".join(psutil.Process(c.pid).cmdline())[:120]
-        except psutil.Error:
-            command = "?"
-        holders[c.pid] = f"pid {c.pid} ({command})"
-    return sorted(holders.items(), key=lambda item: item[1])
-
-
-def holders_note(port: int, exclude_pids: Iterable[int] = ()) -> str:
-    """`` (held by pid 123 (...))`` for messages, or ``""`` when nobody else is seen."""
-    skip = set(exclude_pids)
-    holders = [text for pid, text in port_holders(port) if pid is None or pid not in skip]
-    return f" (held by {', '.join(holders)})" if holders else ""
 
 
 def python_module_command(module: str, *args: str) -> list[str]:
@@ -457,7 +325,7 @@ class ProcessGroup:
         Two clusters of one notebook given the same port would otherwise both pass the
         free-port check (neither listens yet) and then register with each other.
         """
-        wanted = {_check_port(p) for p in ports}
+        wanted = {check_port(p) for p in ports}
         for other in list(_LIVE_GROUPS):
             if other is self:
                 continue
@@ -533,7 +401,7 @@ class ProcessGroup:
 
     def wait_for_port(self, proc: ManagedProcess, port: int, timeout: float = 60.0) -> float:
         """Wait until ``proc`` itself listens on ``port`` (not merely "something answers")."""
-        _check_port(port)
+        check_port(port)
 
         def own_listener() -> bool:
             return port_accepts(port) and port in {p for _, p in proc.listening()}

@@ -36,17 +36,19 @@ from typing import Any
 from helpers.checks import require_int, require_number
 from helpers.cluster.base import LocalCluster
 from helpers.cluster.exposure import check_exposure, external_allowed
-from helpers.cluster.processes import (
-    LOCAL_TASKS_HINT,
-    MAX_LOCAL_TASKS,
-    ProcessGroup,
+from helpers.cluster.ports import (
     check_host,
-    describe_exit,
-    free_ports,
     holders_note,
     port_accepts,
     port_bindable,
     port_holders,
+)
+from helpers.cluster.processes import (
+    LOCAL_TASKS_HINT,
+    MAX_LOCAL_TASKS,
+    ProcessGroup,
+    describe_exit,
+    free_ports,
     python_module_command,
 )
 from helpers.table import Table
@@ -248,9 +250,9 @@ class LocalTFCluster(LocalCluster):
     def start(self, tasks: list[str] | None = None) -> float:
         """Start ``tasks`` (all by default) and wait until each one's process listens.
 
-        First the machine's exposure is checked (:func:`~helpers.cluster.exposure.
-        check_exposure`: refused on a public address unless ``allow_external``) and the
-        ports again (free, and not used by another running cluster of this process).
+        First the machine's exposure is checked (``check_exposure``: refused on a public
+        address unless ``allow_external``), and the ports again (free, and not used by
+        another running cluster of this process).
         Returns the seconds until the last task was ready (per task in
         ``ready_seconds``). If a task exits first (RuntimeError), is not ready within
         ``ready_timeout`` (TimeoutError), or finds its port held by another process, the
