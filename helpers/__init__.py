@@ -16,6 +16,7 @@ when a function first needs it, so the worker processes of a cluster start quick
 
 from helpers import training
 from helpers.checks import require_int, require_number
+from helpers.cluster.exposure import ExposureError, network_banner
 from helpers.cluster.mx_cluster import LocalMXCluster, dmlc_env, shell_commands, train_on_cluster
 from helpers.cluster.processes import ProcessGroup, describe_exit, leftover_processes
 from helpers.cluster.tf_cluster import LocalTFCluster, cluster_spec, gpu_task_env, tf_config
@@ -76,6 +77,7 @@ from helpers.measure.matpow import (
     matpow_flops,
     overflows,
     relative_error,
+    require_fits_in_memory,
     true_power,
 )
 from helpers.measure.timing import Timer, TimingResult, benchmark
@@ -103,11 +105,12 @@ __all__ = [
     "bar_timings", "benchmark", "blas_libraries", "busy_threads", "check_matpow_sum",
     "copy_sweep", "device_memory_mb", "entry_log10", "kernels_of", "largest_safe_n",
     "line_bandwidth", "line_speedup", "matpow", "matpow_flops", "overflows",
-    "probe_mxnet_dot", "relative_error", "save_figure", "suggested_coretype", "true_power",
+    "probe_mxnet_dot", "relative_error", "require_fits_in_memory", "save_figure",
+    "suggested_coretype", "true_power",
     # clusters
-    "LocalMXCluster", "LocalTFCluster", "ProcessGroup", "cluster_spec", "describe_exit",
-    "dmlc_env", "gpu_task_env", "leftover_processes", "median_step_seconds",
-    "shell_commands", "tf_config", "train_on_cluster", "training_table",
+    "ExposureError", "LocalMXCluster", "LocalTFCluster", "ProcessGroup", "cluster_spec",
+    "describe_exit", "dmlc_env", "gpu_task_env", "leftover_processes", "median_step_seconds",
+    "network_banner", "shell_commands", "tf_config", "train_on_cluster", "training_table",
     # models of cost
     "AlphaBeta", "amdahl_speedup", "compute_seconds", "fit_alpha_beta", "karp_flatt",
     "parameter_server_seconds", "ring_allreduce_seconds", "step_seconds",
