@@ -128,24 +128,19 @@ def import_mxnet_from(root: Path | None) -> ModuleType:
     :func:`import_mxnet` decides which; call this only to probe a build (its CUDA
     libraries must be loaded first, :func:`helpers.mxnet_gpu.load_cuda_libraries`).
     """
+    from unittest import mock  # noqa: PLC0415  (the standard way to change os.environ briefly)
+
     from helpers.mxnet_gpu import importable_from  # noqa: PLC0415
 
     apply_numpy_fix()
     added = mxnet_tuning()
-    previous = {key: os.environ.get(key) for key in added}
-    os.environ.update(added)
     _mxnet_import["added"] = dict(added)
-    _mxnet_import["read"] = {k: os.environ[k] for k in MXNET_IMPORT_SETTINGS
-                             if os.environ.get(k)}
-    try:
+    # the settings exist only while MXNet loads: nothing else inherits them
+    with mock.patch.dict(os.environ, added):
+        _mxnet_import["read"] = {k: os.environ[k] for k in MXNET_IMPORT_SETTINGS
+                                 if os.environ.get(k)}
         with importable_from(root) if root is not None else contextlib.nullcontext():
             import mxnet  # noqa: PLC0415  (the fix and the settings must come first)
-    finally:
-        for key, value in previous.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     return mxnet
 
 
