@@ -39,6 +39,7 @@ import contextlib
 import importlib.util
 import os
 import sys
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -128,20 +129,44 @@ def import_mxnet_from(root: Path | None) -> ModuleType:
     :func:`import_mxnet` decides which; call this only to probe a build (its CUDA
     libraries must be loaded first, :func:`helpers.mxnet_gpu.load_cuda_libraries`).
     """
-    from unittest import mock  # noqa: PLC0415  (the standard way to change os.environ briefly)
-
     from helpers.mxnet_gpu import importable_from  # noqa: PLC0415
 
     apply_numpy_fix()
     added = mxnet_tuning()
     _mxnet_import["added"] = dict(added)
-    # the settings exist only while MXNet loads: nothing else inherits them
-    with mock.patch.dict(os.environ, added):
+    with environment_while(added):  # only while MXNet loads: nothing else inherits them
         _mxnet_import["read"] = {k: os.environ[k] for k in MXNET_IMPORT_SETTINGS
                                  if os.environ.get(k)}
         with importable_from(root) if root is not None else contextlib.nullcontext():
             import mxnet  # noqa: PLC0415  (the fix and the settings must come first)
     return mxnet
+
+
+@contextlib.contextmanager
+def environment_while(set_vars: Mapping[str, str] | None = None,
+                      unset: Iterable[str] = ()) -> Iterator[None]:
+    """Set ``set_vars`` and remove ``unset`` in this process's environment for the block.
+
+    Afterwards exactly those variables get their old values back (or are removed again);
+    whatever else changed meanwhile, e.g. a library that set a variable of its own while
+    it loaded, stays as it is. Children started inside the block inherit the changes.
+    """
+    set_vars, unset = dict(set_vars or {}), tuple(unset)
+    saved = {k: os.environ.get(k) for k in {*set_vars, *unset}}
+    try:
+        for key in unset:
+            os.environ.pop(key, None)
+        for key, value in set_vars.items():
+            if not isinstance(value, str):
+                raise ValueError(f"environment values are strings, not {value!r} for {key}")
+            os.environ[key] = value
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def mxnet_route() -> Any:
