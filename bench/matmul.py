@@ -1,20 +1,24 @@
 """Matrix-product speed of TensorFlow and MXNet relative to NumPy's BLAS, and why.
 
 Each configuration runs in its own process (:mod:`bench.subproc`), because what decides
-the speed is fixed when the libraries load:
+the speed is fixed when the libraries load (:mod:`helpers.measure.blas` explains it):
+MXNet's OpenMP pool size and the kernel set of the OpenBLAS inside MXNet's wheel. The
+``series`` configuration is MXNet exactly as the notebooks get it, through
+``helpers.frameworks.import_mxnet`` and its tuning (all physical cores, a safe OpenBLAS
+core type); the others switch that tuning off (``SERIES_MXNET_TUNING=0``) and set one
+piece of it at a time, so the report can say what each piece is worth. What the tuning
+adds, the core count and the kernel sets all come from the helpers, which are the
+series' one place for that knowledge.
 
-* MXNet's pip wheel carries its own OpenBLAS (0.3.13, built with ``DYNAMIC_ARCH``),
-  which picks its kernels from the CPU model at load time. A CPU newer than that
-  OpenBLAS (e.g. a Sapphire Rapids VM reporting "Intel Xeon Processor") is not
-  recognised and falls back to the ``Prescott`` (SSE3) kernels; ``OPENBLAS_CORETYPE``
-  overrides the choice.
-* MXNet sizes its OpenMP pool at load time too: on x86 it assumes hyper-threading and
-  uses half the logical CPUs unless ``OMP_NUM_THREADS`` or ``MXNET_OMP_MAX_THREADS`` is
-  set, so a 2-vCPU machine computes ``nd.dot`` on one thread.
-* ``nd.FullyConnected`` goes through oneDNN instead of OpenBLAS, which is the same
-  product (``X @ W.T``) with oneDNN's own CPU dispatch.
-* TensorFlow's CPU matmul uses oneDNN by default (``TF_ENABLE_ONEDNN_OPTS=0`` turns it
-  off) and sizes its intra-op pool from the cores.
+Thread and kernel settings inherited from the machine's environment (an
+``OPENBLAS_CORETYPE`` exported for every program, say) are removed from every probe, NumPy's
+reference included, so NumPy runs its own best kernels and the series configuration is
+exactly what ``import_mxnet`` makes of a plain environment; ``measure`` records what it
+removed.
+
+``nd.FullyConnected`` computes the same product (``X @ W.T``) through oneDNN instead of
+OpenBLAS; TensorFlow's CPU matmul uses oneDNN by default (``TF_ENABLE_ONEDNN_OPTS=0``
+turns it off) and sizes its intra-op pool from the cores.
 
 Every probe times NumPy and the framework in alternating rounds in the same process,
 so each figure is a paired ratio that the machine's load largely cancels out of.
@@ -28,100 +32,55 @@ import time
 from typing import Any
 
 from bench.stats import gflops_matmul, interleaved, median, paired_ratios, spread
-from helpers.checks import require_int
+from helpers.frameworks import MXNET_IMPORT_SETTINGS, TUNING_ENV, mxnet_tuning
+from helpers.measure.blas import (
+    MXNET_THREAD_SETTINGS,
+    blas_libraries,
+    busy_threads,
+    kernels_of,
+    physical_cores,
+)
 from helpers.measure.timing import sync_mxnet
 
-#: Variables that decide MXNet's and OpenBLAS's threads and kernels.
-BLAS_VARS = ("OMP_NUM_THREADS", "MXNET_OMP_MAX_THREADS", "OPENBLAS_CORETYPE",
-             "OPENBLAS_NUM_THREADS", "MXNET_ENGINE_TYPE", "MXNET_CPU_WORKER_NTHREADS")
+#: Variables that decide TensorFlow's CPU matmul.
 TF_VARS = ("TF_ENABLE_ONEDNN_OPTS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
 
 
 # -- pure logic ----------------------------------------------------------------------
-def openblas_coretype_for(cpu_flags: set[str] | frozenset[str]) -> str | None:
-    """The ``OPENBLAS_CORETYPE`` that matches a CPU's instruction sets, None if unsure.
+def mx_configs(tuning: dict[str, str]) -> list[dict[str, Any]]:
+    """The MXNet configurations compared, each ``{name, what, env, unset}``.
 
-    OpenBLAS falls back to the best kernel set it was built with (MXNet's 0.3.13 wheel
-    has no AVX-512 kernels and uses Haswell's when asked for SkylakeX).
+    ``tuning`` is what ``import_mxnet`` adds on this machine (``mxnet_tuning({})``):
+    ``series`` gets it the way the notebooks do; ``library defaults`` imports MXNet as
+    installed; the others add one of its settings alone.
     """
-    if not isinstance(cpu_flags, (set, frozenset)):
-        raise ValueError(f"cpu_flags is a set of /proc/cpuinfo flags, not {cpu_flags!r}")
-    if "avx512f" in cpu_flags:
-        return "SkylakeX"
-    if "avx2" in cpu_flags and "fma" in cpu_flags:
-        return "Haswell"
-    return None
-
-
-def cpu_flags() -> set[str]:
-    """Instruction-set flags of this CPU (Linux); empty where /proc/cpuinfo is absent."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
-def physical_cores() -> int:
-    """Physical cores (not hyper-threads) this machine has, at least 1."""
-    import psutil  # noqa: PLC0415
-
-    from helpers.devices.inventory import cpu_cores  # noqa: PLC0415
-
-    return max(1, min(psutil.cpu_count(logical=False) or cpu_cores(), cpu_cores()))
-
-
-def mx_configs(cores: int, coretype: str | None) -> list[dict[str, Any]]:
-    """The MXNet configurations compared, each ``{name, what, env, unset, helper}``.
-
-    ``series`` is how the notebooks run (``helpers.frameworks.import_mxnet`` in an
-    untouched environment); the others import MXNet bare, with only the listed settings.
-    """
-    require_int("cores", cores, 1)
+    untuned = {TUNING_ENV: "0"}
     configs = [
         {"name": "series", "what": "as the notebooks run (helpers.frameworks.import_mxnet)",
-         "env": {}, "unset": (), "helper": True},
-        {"name": "library defaults", "what": "no threading or BLAS variables set",
-         "env": {}, "unset": BLAS_VARS, "helper": False},
-        {"name": "all cores", "what": f"MXNET_OMP_MAX_THREADS={cores}",
-         "env": {"MXNET_OMP_MAX_THREADS": str(cores)}, "unset": BLAS_VARS, "helper": False},
+         "env": {}, "unset": MXNET_THREAD_SETTINGS},
+        {"name": "library defaults", "what": f"{TUNING_ENV}=0, no threading or BLAS variables",
+         "env": untuned, "unset": MXNET_THREAD_SETTINGS},
     ]
-    if coretype:
-        configs.append({
-            "name": "all cores + CPU kernels",
-            "what": f"MXNET_OMP_MAX_THREADS={cores} OPENBLAS_CORETYPE={coretype}",
-            "env": {"MXNET_OMP_MAX_THREADS": str(cores), "OPENBLAS_CORETYPE": coretype},
-            "unset": BLAS_VARS, "helper": False})
+    for key, name in (("MXNET_OMP_MAX_THREADS", "threads only"),
+                      ("OPENBLAS_CORETYPE", "kernels only")):
+        if key in tuning:
+            configs.append({"name": name, "what": f"{key}={tuning[key]}",
+                            "env": {**untuned, key: tuning[key]},
+                            "unset": MXNET_THREAD_SETTINGS})
     return configs
 
 
 def tf_configs() -> list[dict[str, Any]]:
     """The TensorFlow configurations compared (same shape as :func:`mx_configs`)."""
+    unset = (*TF_VARS, *MXNET_THREAD_SETTINGS)
     return [
         {"name": "series", "what": "as the notebooks run (helpers.frameworks.import_tensorflow)",
-         "env": {}, "unset": (), "helper": True},
+         "env": {}, "unset": MXNET_THREAD_SETTINGS},
         {"name": "oneDNN off", "what": "TF_ENABLE_ONEDNN_OPTS=0",
-         "env": {"TF_ENABLE_ONEDNN_OPTS": "0"}, "unset": TF_VARS, "helper": True},
+         "env": {"TF_ENABLE_ONEDNN_OPTS": "0"}, "unset": unset},
         {"name": "1 intra-op thread", "what": "tf.config.threading intra-op = 1",
-         "env": {}, "unset": TF_VARS, "helper": True, "intra_op": 1},
+         "env": {}, "unset": unset, "intra_op": 1},
     ]
-
-
-def busy_threads(cpu_seconds: list[float], share: float = 0.5) -> int:
-    """Threads that did at least ``share`` of the busiest thread's CPU time.
-
-    A BLAS call on k threads shows k threads with about equal CPU time; threads that
-    only wake up briefly, or spin for a moment after the previous call, stay under it.
-    """
-    if not 0 < share <= 1:
-        raise ValueError(f"share must be in (0, 1], not {share!r}")
-    if not cpu_seconds:
-        return 0
-    top = max(cpu_seconds)
-    return sum(1 for s in cpu_seconds if top > 0 and s >= share * top)
 
 
 def summarise(n: int, samples: dict[str, list[float]], reference: str = "numpy",
@@ -151,56 +110,11 @@ def summarise(n: int, samples: dict[str, list[float]], reference: str = "numpy",
 
 
 # -- probes (run in their own process) --------------------------------------------------
-def _thread_cpu_seconds(fn: Any, sync: Any, runs: int = 2) -> list[float]:
-    """CPU seconds each thread of this process spent while ``fn`` ran ``runs`` times."""
-    import psutil  # noqa: PLC0415
-
-    proc = psutil.Process()
-    before = {t.id: t.user_time + t.system_time for t in proc.threads()}
-    for _ in range(runs):
-        sync(fn())
-    after = {t.id: t.user_time + t.system_time for t in proc.threads()}
-    return [after[i] - before.get(i, 0.0) for i in after]
-
-
-def _blas_libraries() -> list[dict[str, Any]]:
-    """The BLAS/OpenMP libraries loaded in this process, with the kernels they chose."""
-    try:
-        import threadpoolctl  # noqa: PLC0415
-    except ImportError:
-        return []
-    return [{"library": os.path.basename(i.get("filepath", "")), "owner": library_owner(
-                 i.get("filepath", "")), "api": i.get("internal_api"), "version": i.get("version"),
-             "kernels": i.get("architecture"), "threads": i.get("num_threads")}
-            for i in threadpoolctl.threadpool_info()]
-
-
-def library_owner(path: str) -> str:
-    """Which package shipped a shared library, from its path (``numpy.libs/...`` -> numpy)."""
-    parts = path.replace("\\", "/").split("/")
-    for part in reversed(parts[:-1]):
-        name = part.removesuffix(".libs")
-        if name in ("numpy", "scipy", "mxnet", "tensorflow", "scipy_openblas32", "scikit_learn"):
-            return name
-    return "system"
-
-
-def _mx_openblas() -> dict[str, Any]:
-    """Kernel set and version of the OpenBLAS inside MXNet's wheel (None for an MKL build)."""
-    import ctypes  # noqa: PLC0415
-    import glob  # noqa: PLC0415
-
-    mx = sys.modules["mxnet"]
-    paths = glob.glob(os.path.join(os.path.dirname(mx.__file__), "libopenblas*.so*"))
-    if not paths:
-        return {"kernels": None, "config": None}
-    lib = ctypes.CDLL(paths[0])
-    info = {}
-    for key, fn in (("kernels", "openblas_get_corename"), ("config", "openblas_get_config")):
-        f = getattr(lib, fn)
-        f.restype = ctypes.c_char_p
-        info[key] = f().decode()
-    return info
+def _libraries() -> dict[str, Any]:
+    """The BLAS and OpenMP libraries loaded in this process and the kernels each chose."""
+    table = blas_libraries()
+    return {"blas_libraries": table.records(),
+            "kernels": {owner: kernels_of(table, owner) for owner in ("mxnet", "numpy")}}
 
 
 def _time_routes(n: int, routes: dict[str, tuple[Any, Any]], rounds: int,
@@ -216,25 +130,22 @@ def _time_routes(n: int, routes: dict[str, tuple[Any, Any]], rounds: int,
     share = (time.process_time() - cpu_start) / max(time.perf_counter() - start, 1e-9)
     out = summarise(n, samples, cpu=cpu)
     out["cpu_share"] = share
-    per_thread = {name: sorted(_thread_cpu_seconds(*routes[name], runs=1), reverse=True)[:4]
-                  for name in routes}
-    out["thread_cpu_s"] = per_thread  # the evidence behind "threads": busiest four
-    out["threads"] = {name: busy_threads(cpu) for name, cpu in per_thread.items()}
+    out["threads"] = {name: busy_threads(lambda w=work, s=sync: s(w()))
+                      for name, (work, sync) in routes.items()}
     return out
 
 
-def probe_mx(n: int = 2048, rounds: int = 5, budget_s: float = 20.0,
-             helper: bool = True) -> dict[str, Any]:
-    """NumPy vs MXNet ``nd.dot`` and ``nd.FullyConnected`` on n x n float32, in rounds."""
+def probe_mx(n: int = 2048, rounds: int = 5, budget_s: float = 20.0) -> dict[str, Any]:
+    """NumPy vs MXNet ``nd.dot`` and ``nd.FullyConnected`` on n x n float32, in rounds.
+
+    MXNet is imported the series' way; the configuration's environment decides whether
+    ``import_mxnet`` tunes it.
+    """
     import numpy as np  # noqa: PLC0415
 
-    if helper:
-        from helpers.frameworks import import_mxnet  # noqa: PLC0415
+    from helpers.frameworks import import_mxnet, mxnet_import_settings  # noqa: PLC0415
 
-        mx = import_mxnet()
-    else:  # the bare library: only the numpy alias, none of the helper's settings
-        vars(np).setdefault("bool", bool)
-        import mxnet as mx  # noqa: PLC0415
+    mx = import_mxnet()
     rng = np.random.default_rng(0)
     a = rng.random((n, n), dtype=np.float32)
     b = rng.random((n, n), dtype=np.float32)
@@ -251,9 +162,10 @@ def probe_mx(n: int = 2048, rounds: int = 5, budget_s: float = 20.0,
     if not np.allclose(check, mx.nd.dot(A, B).asnumpy(), rtol=1e-3, atol=1e-2):
         raise RuntimeError("FullyConnected(A, B.T) does not equal dot(A, B): routes differ")
     out = _time_routes(n, routes, rounds, budget_s)
-    out["mx_openblas"] = _mx_openblas()
-    out["blas_libraries"] = _blas_libraries()
-    out["env"] = {k: os.environ[k] for k in BLAS_VARS if k in os.environ}
+    out.update(_libraries())
+    out["import_settings"] = mxnet_import_settings()
+    out["env"] = {k: os.environ[k] for k in (*MXNET_IMPORT_SETTINGS, TUNING_ENV)
+                  if k in os.environ}
     out["version"] = mx.__version__
     return out
 
@@ -285,7 +197,7 @@ def probe_tf(n: int = 2048, rounds: int = 5, budget_s: float = 20.0,
     out["intra_op_threads"] = tf.config.threading.get_intra_op_parallelism_threads()
     out["env"] = {k: os.environ[k] for k in TF_VARS if k in os.environ}
     out["version"] = tf.__version__
-    out["blas_libraries"] = _blas_libraries()
+    out.update(_libraries())
     return out
 
 
@@ -349,17 +261,17 @@ def measure(n: int = 2048, rounds: int = 5, budget_s: float = 20.0,
     """Run every configuration's probe; the ``series`` rows give the headline figures."""
     from bench.subproc import run_json  # noqa: PLC0415
 
-    cores = physical_cores()
-    coretype = openblas_coretype_for(frozenset(cpu_flags()))
-    result: dict[str, Any] = {"n": n, "physical_cores": cores, "coretype_choice": coretype,
+    tuning = mxnet_tuning({})  # what import_mxnet adds in an environment without settings
+    result: dict[str, Any] = {"n": n, "physical_cores": physical_cores(), "tuning": tuning,
+                              "removed_from_environment": {
+                                  k: os.environ[k] for k in MXNET_THREAD_SETTINGS
+                                  if k in os.environ},
                               "mxnet": [], "tensorflow": []}
-    for framework, configs in (("mx", mx_configs(cores, coretype)), ("tf", tf_configs())):
+    for framework, configs in (("mx", mx_configs(tuning)), ("tf", tf_configs())):
         for config in configs:
             options: dict[str, Any] = {"kind": framework, "n": n, "rounds": rounds,
                                        "budget_s": budget_s}
-            if framework == "mx":
-                options["helper"] = config["helper"]
-            elif config.get("intra_op"):
+            if config.get("intra_op"):
                 options["intra_op"] = config["intra_op"]
             row = {k: config[k] for k in ("name", "what")}
             try:
@@ -384,6 +296,19 @@ def headline(section: dict[str, Any], framework: str, route: str) -> float | Non
         if row.get("name") == "series":
             return row.get("routes", {}).get(route, {}).get("vs_blas")
     return None
+
+
+def figures(section: dict[str, Any]) -> dict[str, float | None]:
+    """The section's figures of ``results.json``, all from the ``series`` rows.
+
+    ``matmul_mx_best_vs_blas`` is the faster of MXNet's two products as the series runs
+    (``nd.dot`` through OpenBLAS, ``nd.FullyConnected`` through oneDNN).
+    """
+    dot = headline(section, "mxnet", "mxnet dot")
+    fc = headline(section, "mxnet", "mxnet FullyConnected")
+    return {"matmul_tf_vs_blas": headline(section, "tensorflow", "tensorflow matmul"),
+            "matmul_mx_vs_blas": dot,
+            "matmul_mx_best_vs_blas": max((r for r in (dot, fc) if r is not None), default=None)}
 
 
 if __name__ == "__main__":

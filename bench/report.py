@@ -10,12 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from bench.stats import FIGURES, NOTEBOOK_LIMIT_S, check_targets
+from helpers.frameworks import TUNING_ENV
+from helpers.measure.blas import vector_bits
 from tools import markdown
-
-_SLOW_KERNELS = {"prescott", "core2", "katmai", "coppermine", "northwood", "penryn",
-                 "dunnington", "nehalem", "atom", "generic"}
-_AVX512_KERNELS = {"skylakex", "cooperlake", "sapphirerapids"}
-_AVX2_KERNELS = {"haswell", "zen"}
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -58,85 +55,90 @@ def _per_cpu(row: dict[str, Any], route: str) -> float | None:
     return _ratio(row, route, "vs_blas_per_cpu_s")
 
 
-def numpy_kernels(row: dict[str, Any]) -> str | None:
-    """The kernel set NumPy's own OpenBLAS chose, from a probe's library list."""
-    for lib in row.get("blas_libraries", []):
-        if lib.get("owner") == "numpy" and lib.get("api") == "openblas":
-            return lib.get("kernels")
-    return None
+def _kernels(row: dict[str, Any], owner: str) -> str | None:
+    """The kernel set the OpenBLAS of ``owner`` (mxnet, numpy) chose in a probe."""
+    return row.get("kernels", {}).get(owner)
+
+
+def _named(rows: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    return next((r for r in rows if r.get("name") == name), {})
+
+
+def _best(row: dict[str, Any]) -> float | None:
+    """The faster of MXNet's two products in a probe, as a ratio to NumPy."""
+    found = [r for r in (_ratio(row, "mxnet dot"), _ratio(row, "mxnet FullyConnected"))
+             if r is not None]
+    return max(found) if found else None
 
 
 def explain_mxnet(matmul: dict[str, Any]) -> list[str]:
-    """Why MXNet's ``nd.dot`` is as fast as it is, from the configuration rows."""
+    """Why MXNet multiplies as fast as it does as the series runs, from the probes."""
     rows = [r for r in matmul.get("mxnet", []) if "routes" in r]
     series = _series(rows)
     if not series:
         return ["The MXNet probes did not run; see the errors above."]
     cores = matmul.get("physical_cores")
-    out = []
-    blas = series.get("mx_openblas", {})
-    kernels = blas.get("kernels")
-    np_kernels = numpy_kernels(series)
-    if kernels and kernels.lower() in _SLOW_KERNELS:
-        out.append(
-            f"MXNet's pip wheel brings its own OpenBLAS (`{blas.get('config')}`). It chooses "
-            f"its kernels from the CPU model when it loads, does not recognise this CPU and "
-            f"falls back to its `{kernels}` kernels (SSE3, no AVX), while NumPy's newer "
-            f"OpenBLAS uses `{np_kernels or 'its best'}` kernels on the same CPU. "
-            f"`OPENBLAS_CORETYPE` overrides the choice.")
-    threads = series.get("threads", {}).get("mxnet dot")
-    if isinstance(threads, int) and isinstance(cores, int) and threads < cores:
-        out.append(
-            f"MXNet computed `nd.dot` on {threads} thread(s) of {cores} physical cores: on "
-            f"x86 it assumes hyper-threading and sizes its OpenMP pool to half the logical "
-            f"CPUs unless `OMP_NUM_THREADS` or `MXNET_OMP_MAX_THREADS` is set.")
-    best = max(rows, key=lambda r: _ratio(r, "mxnet dot") or 0.0)
-    best_dot = _ratio(best, "mxnet dot")
-    if best is not series and best_dot is not None:
-        out.append(
-            f"The best setting tried, `{best['what']}`, gives `nd.dot` "
-            f"{ratio(best_dot)} of NumPy's speed ({best.get('mx_openblas', {}).get('kernels')} "
-            f"kernels, {best.get('threads', {}).get('mxnet dot')} thread(s)), against "
-            f"{ratio(_ratio(series, 'mxnet dot'))} as the series runs now.")
-    fc = _ratio(series, "mxnet FullyConnected")
-    fc_best = max((_ratio(r, "mxnet FullyConnected") or 0.0) for r in rows)
-    if fc is not None:
-        text = (f"The same product through `nd.FullyConnected(X, W.T)`, which MXNet computes "
-                f"with oneDNN instead of OpenBLAS (on the same OpenMP pool), runs at "
-                f"{ratio(fc)} of NumPy's speed in the series configuration and at "
-                f"{ratio(fc_best)} at best")
-        if fc_best >= 0.8:
-            text += ": MXNet can match NumPy; its bundled BLAS is what holds `nd.dot` back"
+    settings = series.get("import_settings", {})
+    read = " ".join(f"`{k}={v}`" for k, v in settings.get("read", {}).items())
+    by = ("added by `import_mxnet`" if settings.get("added") == settings.get("read")
+          else "set in the environment")
+    dot, fc = _ratio(series, "mxnet dot"), _ratio(series, "mxnet FullyConnected")
+    removed = " ".join(f"`{k}={v}`" for k, v in matmul.get("removed_from_environment", {}).items())
+    out = [f"This machine's environment sets {removed}; every probe ran without it, so "
+           "NumPy used its own kernels and MXNet what `import_mxnet` chooses."] if removed else []
+    out += [f"As the series runs, MXNet started with {read or 'no settings'} "
+           f"({by if read else 'the tuning was off'}): its OpenBLAS used "
+           f"`{_kernels(series, 'mxnet')}` kernels and `nd.dot` worked on "
+           f"{series.get('threads', {}).get('mxnet dot')} thread(s) of {cores} physical "
+           f"cores, at {ratio(dot)} of NumPy's speed; `nd.FullyConnected`, the same product "
+           f"through oneDNN on the same OpenMP pool, at {ratio(fc)}. The faster of the two "
+           f"(`matmul_mx_best_vs_blas`) is {ratio(_best(series))}."]
+    defaults = _named(rows, "library defaults")
+    if defaults:
+        kernels, threads = _kernels(defaults, "mxnet"), defaults.get("threads", {}).get(
+            "mxnet dot")
+        text = (f"Imported as installed (`{TUNING_ENV}=0`), MXNet ran `nd.dot` at "
+                f"{ratio(_ratio(defaults, 'mxnet dot'))} of NumPy's speed, with `{kernels}` "
+                f"kernels on {threads} thread(s)")
+        why = []
+        if vector_bits(kernels) == 128:
+            why.append(f"its OpenBLAS 0.3.13 does not recognise this CPU and falls back to "
+                       f"`{kernels}` (SSE, no AVX)")
+        if isinstance(threads, int) and isinstance(cores, int) and threads < cores:
+            why.append("on x86 MXNet sizes its OpenMP pool to half the logical CPUs")
+        out.append(text + (": " + "; ".join(why) if why else "") + ".")
+    singles = [r for r in rows if r.get("name") in ("threads only", "kernels only")]
+    if singles:
+        out.append("One setting at a time: " + "; ".join(
+            f"`{r['what']}` {ratio(_ratio(r, 'mxnet dot'))}" for r in singles) + ".")
+    mine, numpys = _kernels(series, "mxnet"), _kernels(series, "numpy")
+    mine_bits, numpy_bits = vector_bits(mine), vector_bits(numpys)
+    if dot is not None and dot < 0.8 and mine_bits and numpy_bits and numpy_bits > mine_bits:
+        text = (f"What `nd.dot` still lacks is vector width: MXNet's OpenBLAS runs `{mine}` "
+                f"kernels ({mine_bits}-bit vectors), NumPy's `{numpys}` ({numpy_bits}-bit), "
+                f"{numpy_bits // mine_bits}x the work per instruction")
+        if fc is not None and fc > dot:
+            text += "; oneDNN picks its kernels from the CPU itself, so `nd.FullyConnected` " \
+                    "gets closer to NumPy"
         out.append(text + ".")
-    if best_dot is not None and best_dot < 0.8:
-        best_kernels = best.get("mx_openblas", {}).get("kernels")
-        width = ""
-        if (str(np_kernels).lower() in _AVX512_KERNELS
-                and str(best_kernels).lower() in _AVX2_KERNELS):
-            width = " (AVX-512 against AVX2: twice the vector width per instruction)"
-        out.append(
-            f"What is left after the settings is the kernel set: MXNet's OpenBLAS has "
-            f"`{best_kernels}` kernels at best here, NumPy's uses `{np_kernels}`{width}.")
     return out
 
 
 def brief_mxnet(matmul: dict[str, Any]) -> str:
-    """One paragraph for the list of misses: what limits nd.dot and what was tried."""
+    """One paragraph for the list of misses: MXNet's two products and what was tried."""
     rows = [r for r in matmul.get("mxnet", []) if "routes" in r]
     series = _series(rows)
     if not series:
         return "The MXNet probes did not run; see the errors below."
-    best = max(rows, key=lambda r: _ratio(r, "mxnet dot") or 0.0)
-    fc_best = max((_ratio(r, "mxnet FullyConnected") or 0.0) for r in rows)
     tried = "; ".join(f"`{r['what']}` {ratio(_ratio(r, 'mxnet dot'))}" for r in rows
                       if r is not series)
-    return (f"`nd.dot` goes through the OpenBLAS bundled in MXNet's wheel, which ran its "
-            f"`{series.get('mx_openblas', {}).get('kernels')}` kernels on "
+    return (f"As the series runs, `nd.dot` (MXNet's bundled OpenBLAS, "
+            f"`{_kernels(series, 'mxnet')}` kernels, "
             f"{series.get('threads', {}).get('mxnet dot')} thread(s) of "
-            f"{matmul.get('physical_cores')} cores. Tried (ratio to NumPy): {tried}. Best: "
-            f"{ratio(_ratio(best, 'mxnet dot'))}; the same product through oneDNN "
-            f"(`nd.FullyConnected`) reaches {ratio(_ratio(series, 'mxnet FullyConnected'))} "
-            f"as the series runs and {ratio(fc_best)} at best. Details under MXNet below.")
+            f"{matmul.get('physical_cores')} cores) reached {ratio(_ratio(series, 'mxnet dot'))}"
+            f" of NumPy and `nd.FullyConnected` (oneDNN) "
+            f"{ratio(_ratio(series, 'mxnet FullyConnected'))}. Other configurations, `nd.dot`: "
+            f"{tried or 'none'}. Details under MXNet below.")
 
 
 def explain_tensorflow(matmul: dict[str, Any]) -> list[str]:
@@ -193,7 +195,7 @@ def explain_miss(key: str, results: dict[str, Any]) -> str:
         return ("The helper and the outer clock disagreed by " + ", ".join(parts)
                 + ". Both time the same execution, so the difference is the helper's own "
                 "overhead or a missing synchronisation, not machine noise.")
-    if key == "matmul_mx_vs_blas":
+    if key in ("matmul_mx_vs_blas", "matmul_mx_best_vs_blas"):
         return brief_mxnet(d.get("matmul", {}))
     if key == "matmul_tf_vs_blas":
         return (" ".join(explain_tensorflow(d.get("matmul", {})))
@@ -318,7 +320,8 @@ def _timing(t: dict[str, Any]) -> list[str]:
 
 
 def _matmul(m: dict[str, Any]) -> list[str]:
-    out = ["## Matrix product against NumPy's BLAS (`matmul_tf_vs_blas`, `matmul_mx_vs_blas`)",
+    out = ["## Matrix product against NumPy's BLAS (`matmul_tf_vs_blas`, `matmul_mx_vs_blas`, "
+           "`matmul_mx_best_vs_blas`)",
            "", f"float32 {m.get('n')} x {m.get('n')} products; each configuration runs in its "
            "own process (threads and BLAS kernels are fixed when the libraries load) and "
            "times NumPy and the framework in alternating rounds. Ratio = framework GFLOP/s "
@@ -334,7 +337,7 @@ def _matmul(m: dict[str, Any]) -> list[str]:
             rows.append([r["name"], r["what"], "error", "", "", "", "", "", "", "", ""])
             continue
         routes = r["routes"]
-        rows.append([r["name"], f"`{r['what']}`", r.get("mx_openblas", {}).get("kernels"),
+        rows.append([r["name"], f"`{r['what']}`", _kernels(r, "mxnet"),
                      r.get("threads", {}).get("mxnet dot"), routes["numpy"]["gflops"],
                      routes["mxnet dot"]["gflops"], routes["mxnet dot"]["vs_blas"],
                      _per_cpu(r, "mxnet dot"), routes["mxnet FullyConnected"]["gflops"],

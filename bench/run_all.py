@@ -74,7 +74,7 @@ RUNNERS: dict[str, Callable[[bool, bool], dict[str, Any]]] = {
 
 def extract_figures(details: dict[str, Any], orphans: int | None) -> dict[str, Any]:
     """The headline figures (keys of results.json) from the sections' details."""
-    from bench.matmul import headline  # noqa: PLC0415
+    from bench.matmul import figures as matmul_figures  # noqa: PLC0415
 
     def pick(section: str, key: str) -> Any:
         return details.get(section, {}).get(key)
@@ -82,9 +82,7 @@ def extract_figures(details: dict[str, Any], orphans: int | None) -> dict[str, A
     figures = {
         "suite_seconds": pick("suite", "suite_seconds"),
         "timing_error": pick("timing", "timing_error"),
-        "matmul_tf_vs_blas": headline(details.get("matmul", {}), "tensorflow",
-                                      "tensorflow matmul"),
-        "matmul_mx_vs_blas": headline(details.get("matmul", {}), "mxnet", "mxnet dot"),
+        **matmul_figures(details.get("matmul", {})),
         "copy_vs_memcpy": pick("copies", "copy_vs_memcpy"),
         "cluster_ready_seconds": pick("cluster", "cluster_ready_seconds"),
         "cluster_teardown_seconds": pick("cluster", "cluster_teardown_seconds"),

@@ -10,41 +10,15 @@ whole process group) and its log comes back in the error.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from helpers.cluster.processes import ProcessGroup, python_module_command
-
-
-@contextlib.contextmanager
-def environment(set_vars: dict[str, str] | None = None,
-                unset: tuple[str, ...] = ()) -> Iterator[None]:
-    """Temporarily set and remove variables of this process's environment.
-
-    Children started inside the block inherit exactly that environment (ProcessGroup
-    copies ``os.environ`` when it starts a process); afterwards everything is restored.
-    """
-    saved = {k: os.environ.get(k) for k in {*(set_vars or {}), *unset}}
-    try:
-        for k in unset:
-            os.environ.pop(k, None)
-        for k, v in (set_vars or {}).items():
-            if not isinstance(v, str):
-                raise ValueError(f"environment values are strings, not {v!r} for {k}")
-            os.environ[k] = v
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+from helpers.frameworks import environment_while as environment
 
 
 def run_json(module: str, options: dict[str, Any] | None = None, *,

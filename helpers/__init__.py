@@ -32,7 +32,9 @@ from helpers.cost.communication import (
 )
 from helpers.data import load_digits
 from helpers.devices.inventory import (
+    GPUCard,
     cpu_cores,
+    gpu_cards,
     list_devices,
     nvidia_smi,
     physical_gpu_count,
@@ -56,6 +58,7 @@ from helpers.frameworks import (
     import_mxnet,
     import_tensorflow,
     mxnet_import_settings,
+    mxnet_route,
 )
 from helpers.measure.bandwidth import CopyRoute, copy_sweep
 from helpers.measure.blas import (
@@ -92,11 +95,11 @@ __all__ = [
     # the machine and the series
     "Profile", "Table", "apply_numpy_fix", "broken_pins", "detect_profile_name", "diagnose",
     "get_profile", "import_mxnet", "import_tensorflow", "load_digits", "load_results",
-    "mxnet_import_settings", "pin_report", "read_pins", "require_int", "require_number",
-    "save_results", "show_source", "source_of", "training",
+    "mxnet_import_settings", "mxnet_route", "pin_report", "read_pins", "require_int",
+    "require_number", "save_results", "show_source", "source_of", "training",
     # devices and placement
-    "ContextPair", "DeviceName", "DevicePlan", "Placement", "capture_placement",
-    "choose_strategy", "context_pair", "cpu_cores", "list_devices", "mirrored_over",
+    "ContextPair", "DeviceName", "DevicePlan", "GPUCard", "Placement", "capture_placement",
+    "choose_strategy", "context_pair", "cpu_cores", "gpu_cards", "list_devices", "mirrored_over",
     "mxnet_context", "nvidia_smi", "parse_device", "parse_placement", "physical_gpu_count",
     "plan_devices", "replica_devices", "requirements_banner", "try_all_gpus", "try_gpu",
     "use_logical_cpus", "use_virtual_gpus",

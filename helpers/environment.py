@@ -95,9 +95,10 @@ def broken_pins(path: Path | str = REQUIREMENTS) -> list[str]:
 def diagnose() -> Table:
     """Each known way the stack breaks, checked on this machine, with the fix.
 
-    The four classic failures: the wrong MXNet (pip's silent fallback to 1.0.0.post1),
-    numpy 2 (MXNet 1.9.1 cannot import it), a GPU machine whose driver is missing, and a
-    GPU machine where TensorFlow or MXNet were installed as CPU-only builds.
+    The classic failures: the wrong MXNet (pip's silent fallback to 1.0.0.post1), numpy 2
+    (MXNet 1.9.1 cannot import it), a GPU machine whose driver is missing, and a GPU
+    machine where TensorFlow was installed as its CPU-only build. On GPU machines it also
+    says how MXNet runs (:func:`gpu_rows`).
     """
     from helpers.devices.inventory import nvidia_smi  # noqa: PLC0415
 
@@ -124,18 +125,42 @@ def diagnose() -> Table:
                       "fine for the series (ci/laptop profile); on a GPU instance install the "
                       "NVIDIA driver, then requirements-gpu.txt"])
         return table
-    table.append(["NVIDIA driver", f"ok: {len(smi)} GPU(s)", "-"])
-    from helpers.devices.inventory import physical_gpu_count  # noqa: PLC0415
-    from helpers.frameworks import import_mxnet  # noqa: PLC0415
-
-    if physical_gpu_count() == 0:
-        table.append(["TensorFlow sees the GPUs", "problem: 0 GPUs",
-                      "install the CUDA build: pip install -r requirements-gpu.txt"])
-    else:
-        table.append(["TensorFlow sees the GPUs", "ok", "-"])
-    if import_mxnet().context.num_gpus() == 0:
-        table.append(["MXNet sees the GPUs", "problem: 0 GPUs (CPU build)",
-                      "pip uninstall -y mxnet && pip install mxnet-cu117==1.9.1"])
-    else:
-        table.append(["MXNet sees the GPUs", "ok", "-"])
+    for row in gpu_rows(len(smi)):
+        table.append(row)
     return table
+
+
+def gpu_rows(driver_gpus: int) -> list[list[str]]:
+    """The GPU part of :func:`diagnose`: TensorFlow's GPUs, their compute capability
+    against MXNet's CUDA build, and which MXNet this process runs and why."""
+    from helpers.devices.inventory import gpu_cards  # noqa: PLC0415
+    from helpers.frameworks import import_mxnet, mxnet_route  # noqa: PLC0415
+    from helpers.mxnet_gpu import INSTALL_COMMAND, runs_mxnet_kernels  # noqa: PLC0415
+
+    rows = [["NVIDIA driver", f"ok: {driver_gpus} GPU(s)", "-"]]
+    cards = gpu_cards()
+    if not cards:
+        rows.append(["TensorFlow sees the GPUs", "problem: 0 GPUs",
+                     "install TensorFlow's CUDA build in its own environment: "
+                     "make lab REQUIREMENTS=requirements-gpu.txt"])
+    else:
+        rows.append(["TensorFlow sees the GPUs", f"ok: {len(cards)}", "-"])
+    for card in {c.describe(): c for c in cards}.values():
+        fits = runs_mxnet_kernels(card.capability)
+        verdict = {True: "has kernels for it", False: "has NO kernels for it",
+                   None: "unknown (no compute capability)"}[fits]
+        rows.append([f"MXNet's CUDA build on {card.name}", f"{verdict}",
+                     "-" if fits else "MXNet runs on the CPU on this GPU (see README, "
+                     "GPU instances)"])
+    route = mxnet_route()
+    mx = import_mxnet()
+    if route.on_gpu:
+        rows.append(["MXNet build", f"ok: CUDA build, probe passed, "
+                     f"{mx.context.num_gpus()} GPU(s)", "-"])
+    elif route.verdict in ("not-installed", "disabled"):
+        rows.append(["MXNet build", "CPU wheel: MXNet computes on the CPU",
+                     f"optional, for MXNet on GPU: {INSTALL_COMMAND} (README, GPU instances)"])
+    else:
+        rows.append(["MXNet build", f"problem: CPU wheel, the GPU route failed ({route.verdict})",
+                     route.message()])
+    return rows

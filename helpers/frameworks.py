@@ -15,6 +15,12 @@ OpenBLAS alone: NumPy's OpenBLAS is already loaded by then and keeps its own cho
 both variables are removed again after the import so that no other library or child
 process inherits them. ``SERIES_MXNET_TUNING=0`` imports MXNet exactly as installed.
 
+Which MXNet: the environment's own (the CPU wheel, also on GPU machines by default), or
+the CUDA build of the opt-in MXNet GPU route, but only once a probe in a separate
+process showed that it loads and runs a kernel on this GPU (:mod:`helpers.mxnet_gpu`
+explains why). Whatever fails on the GPU side, ``import_mxnet`` falls back to the CPU
+wheel with a one-paragraph explanation: it never leaves a kernel without MXNet.
+
 TensorFlow prints several lines of C++ start-up messages (oneDNN, CUDA probing, CPU
 features) on stderr when it is imported and when it first looks for devices. The quiet
 import captures the descriptor while that happens and keeps the text for anyone who wants
@@ -29,10 +35,14 @@ matters when several tasks start at once on the same cores.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy
 
@@ -76,24 +86,13 @@ def mxnet_tuning(environ: dict[str, str] | None = None) -> dict[str, str]:
 def import_mxnet() -> ModuleType:
     """Apply the numpy fix, import MXNet at full speed (see the module docstring), return it.
 
-    Raises a RuntimeError that says what to install if the wrong MXNet is present.
+    The CUDA build where the MXNet GPU route passed its probe, else the CPU wheel; a GPU
+    problem is explained (once, on stderr), never raised. Raises a RuntimeError that says
+    what to install if the wrong MXNet version is present.
     """
     apply_numpy_fix()
     if "mxnet" not in sys.modules:
-        added = mxnet_tuning()
-        previous = {key: os.environ.get(key) for key in added}
-        os.environ.update(added)
-        _mxnet_import["added"] = dict(added)
-        _mxnet_import["read"] = {k: os.environ[k] for k in MXNET_IMPORT_SETTINGS
-                                 if os.environ.get(k)}
-        try:
-            import mxnet  # noqa: PLC0415  (the fix and the settings must come first)
-        finally:
-            for key, value in previous.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+        _import_chosen_mxnet()
     import mxnet  # noqa: PLC0415
 
     if not mxnet.__version__.startswith("1.9"):
@@ -102,6 +101,83 @@ def import_mxnet() -> ModuleType:
             "run `pip install mxnet==1.9.1 numpy==1.26.4` (or `make test`, which does it)"
         )
     return mxnet
+
+
+def _import_chosen_mxnet() -> None:
+    from helpers import mxnet_gpu  # noqa: PLC0415
+
+    chosen = mxnet_gpu.route()
+    if chosen.on_gpu and chosen.side_dir:
+        root = Path(chosen.side_dir)
+        try:
+            mxnet_gpu.load_cuda_libraries(root)
+            import_mxnet_from(root)
+        except Exception as exc:  # noqa: BLE001  (the probe passed, this process did not)
+            for name in [m for m in sys.modules if m == "mxnet" or m.startswith("mxnet.")]:
+                del sys.modules[name]
+            chosen = mxnet_gpu.classify(1, "", f"{type(exc).__name__}: {exc}", root)
+    if not chosen.on_gpu:
+        mxnet_gpu.announce(chosen)
+        import_mxnet_from(None)
+    mxnet_gpu.record(chosen)
+
+
+def import_mxnet_from(root: Path | None) -> ModuleType:
+    """Import MXNet with the speed settings of :func:`mxnet_tuning`: from the side
+    directory ``root`` of the MXNet GPU route, or this environment's MXNet when None.
+
+    :func:`import_mxnet` decides which; call this only to probe a build (its CUDA
+    libraries must be loaded first, :func:`helpers.mxnet_gpu.load_cuda_libraries`).
+    """
+    from helpers.mxnet_gpu import importable_from  # noqa: PLC0415
+
+    apply_numpy_fix()
+    added = mxnet_tuning()
+    _mxnet_import["added"] = dict(added)
+    with environment_while(added):  # only while MXNet loads: nothing else inherits them
+        _mxnet_import["read"] = {k: os.environ[k] for k in MXNET_IMPORT_SETTINGS
+                                 if os.environ.get(k)}
+        with importable_from(root) if root is not None else contextlib.nullcontext():
+            import mxnet  # noqa: PLC0415  (the fix and the settings must come first)
+    return mxnet
+
+
+@contextlib.contextmanager
+def environment_while(set_vars: Mapping[str, str] | None = None,
+                      unset: Iterable[str] = ()) -> Iterator[None]:
+    """Set ``set_vars`` and remove ``unset`` in this process's environment for the block.
+
+    Afterwards exactly those variables get their old values back (or are removed again);
+    whatever else changed meanwhile, e.g. a library that set a variable of its own while
+    it loaded, stays as it is. Children started inside the block inherit the changes.
+    """
+    set_vars, unset = dict(set_vars or {}), tuple(unset)
+    saved = {k: os.environ.get(k) for k in {*set_vars, *unset}}
+    try:
+        for key in unset:
+            os.environ.pop(key, None)
+        for key, value in set_vars.items():
+            if not isinstance(value, str):
+                raise ValueError(f"environment values are strings, not {value!r} for {key}")
+            os.environ[key] = value
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def mxnet_route() -> Any:
+    """How this process gets its MXNet: a :class:`helpers.mxnet_gpu.MXNetRoute`.
+
+    The route MXNet was imported with, or, before the import, the one it will take (which
+    may run the probe of the MXNet GPU route once for the session).
+    """
+    from helpers import mxnet_gpu  # noqa: PLC0415
+
+    return mxnet_gpu.used_route() or mxnet_gpu.route()
 
 
 def mxnet_import_settings() -> dict[str, dict[str, str]]:

@@ -6,7 +6,9 @@ comes from a :class:`Profile`:
 
 * ``ci``: 2-core CPU machines and the stored notebooks; the whole series runs in minutes.
 * ``laptop``: a CPU machine with 4 or more cores; bigger sizes, still minutes.
-* ``gpu``: one or more GPUs; the seeds' sizes.
+* ``gpu``: one or more GPUs; the seeds' sizes, with notebook 04's matrix side shrunk
+  (in steps of 1000) where the seed's 10^4 x 10^4 does not fit the smallest card: on a
+  16 GB T4 it fits while MXNet computes on the CPU, not when MXNet shares the card.
 
 The profile is chosen from the hardware, unless the ``SERIES_PROFILE`` environment
 variable or a papermill ``parameters`` cell (``profile = "laptop"``) names one.
@@ -93,6 +95,53 @@ PROFILES: dict[str, Profile] = {
 }
 
 
+def matpow_gpu_mb(size: int, cards: int, mxnet_on_gpu: bool) -> int:
+    """GPU memory (MiB) notebook 04 needs on its busiest card for ``size x size`` matrices.
+
+    On one card both of TensorFlow's virtual GPUs live there, and the single-device run
+    puts both chains plus the sum on one of them (three chains each); with two or more
+    cards the busiest holds three chains. MXNet's pair adds its two chains on ``gpu(0)``
+    when MXNet runs on the GPU.
+    """
+    from helpers.measure.matpow import device_memory_mb  # noqa: PLC0415
+
+    tensorflow = device_memory_mb(size, chains=3) * (2 if cards == 1 else 1)
+    return tensorflow + (device_memory_mb(size, chains=2) if mxnet_on_gpu else 0)
+
+
+def fit_gpu_profile(profile: Profile, card_mb: list[int], mxnet_on_gpu: bool) -> Profile:
+    """``profile`` with ``matpow_size`` shrunk to fit the smallest of the cards (MiB each).
+
+    Unchanged without cards (``SERIES_PROFILE=gpu`` on a machine without a driver).
+    """
+    from helpers.devices.logical import reserve_mb  # noqa: PLC0415
+
+    if not card_mb:
+        return profile
+    usable = min(card_mb) - reserve_mb(min(card_mb))
+    size = profile.matpow_size
+    while size > 1000 and matpow_gpu_mb(size, len(card_mb), mxnet_on_gpu) > usable:
+        size -= 1000
+    if size == profile.matpow_size:
+        return profile
+    where = "with MXNet on the same card" if mxnet_on_gpu else "on this card"
+    return dataclasses.replace(
+        profile, matpow_size=size,
+        description=f"{profile.description}; matpow_size {size}: {profile.matpow_size} does "
+                    f"not fit {min(card_mb)} MiB {where}")
+
+
+def _gpu_profile_for_this_machine() -> Profile:
+    from helpers.devices.inventory import query_nvidia_smi  # noqa: PLC0415
+    from helpers.frameworks import mxnet_route  # noqa: PLC0415
+
+    rows = query_nvidia_smi("memory.total") or []
+    memory = [int(r[0].split()[0]) for r in rows if r and r[0].split()[0].isdigit()]
+    if not memory:
+        return PROFILES["gpu"]
+    return fit_gpu_profile(PROFILES["gpu"], memory, mxnet_route().on_gpu)
+
+
 def detect_profile_name() -> str:
     """``gpu`` when TensorFlow sees a GPU, ``laptop`` with 4+ cores, else ``ci``."""
     from helpers.devices.inventory import cpu_cores, physical_gpu_count  # noqa: PLC0415
@@ -165,4 +214,5 @@ def get_profile(name: str | None = None, **overrides: Any) -> Profile:
         raise ValueError(f"unknown profile field(s) {unknown}; fields are {sorted(fields)}")
     for field, value in overrides.items():
         _check_override(field, value)
-    return dataclasses.replace(PROFILES[chosen], **overrides)
+    profile = _gpu_profile_for_this_machine() if chosen == "gpu" else PROFILES[chosen]
+    return dataclasses.replace(profile, **overrides)

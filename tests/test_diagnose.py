@@ -31,13 +31,52 @@ def test_the_silent_mxnet_fallback_is_caught(monkeypatch, no_gpu):
     assert found["all pins of requirements.txt"][0].startswith("problem")
 
 
-def test_gpu_machine_with_cpu_builds_is_diagnosed(monkeypatch):
-    from helpers.table import Table
+def _gpu_machine(monkeypatch, card, gpus, route, mxnet_gpus=0):
+    """nvidia-smi and TensorFlow report ``gpus`` cards; MXNet took ``route``."""
+    from gpu_fakes import FakeMX, FakeTF, fake_nvidia_smi
 
-    monkeypatch.setattr("helpers.devices.inventory.nvidia_smi",
-                        lambda: Table(["index"], [["0"], ["1"]]))
-    monkeypatch.setattr("helpers.devices.inventory.physical_gpu_count", lambda: 0)
+    from helpers.devices import inventory
+
+    tf = FakeTF(gpus, card)
+    monkeypatch.setattr(inventory, "import_tensorflow", lambda **_kw: tf)
+    monkeypatch.setattr(inventory.shutil, "which", lambda exe: f"/usr/bin/{exe}")
+    monkeypatch.setattr(inventory.subprocess, "run", fake_nvidia_smi(card, max(gpus, 2)))
+    monkeypatch.setattr("helpers.frameworks.mxnet_route", lambda: route)
+    monkeypatch.setattr("helpers.frameworks.import_mxnet", lambda: FakeMX(mxnet_gpus))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+
+
+def test_gpu_machine_with_cpu_builds_is_diagnosed(monkeypatch):
+    from helpers.mxnet_gpu import INSTALL_COMMAND, MXNetRoute
+
+    _gpu_machine(monkeypatch, "T4", 0, MXNetRoute("cpu", "not-installed"))
     found = rows(environment.diagnose())
     assert found["NVIDIA driver"][0] == "ok: 2 GPU(s)"
     assert "requirements-gpu.txt" in found["TensorFlow sees the GPUs"][1]
-    assert "mxnet-cu117" in found["MXNet sees the GPUs"][1]
+    assert found["MXNet build"] == ("CPU wheel: MXNet computes on the CPU",
+                                    f"optional, for MXNet on GPU: {INSTALL_COMMAND} (README, "
+                                    "GPU instances)")
+
+
+def test_gpu_h100_is_diagnosed_as_beyond_mxnets_kernels(monkeypatch):
+    from helpers.mxnet_gpu import MXNetRoute
+
+    route = MXNetRoute("cpu", "no-kernel-image", side_dir=".mxnet-gpu",
+                       cards=(("NVIDIA H100 80GB HBM3", (9, 0)),))
+    _gpu_machine(monkeypatch, "H100", 8, route)
+    found = rows(environment.diagnose())
+    assert found["TensorFlow sees the GPUs"][0] == "ok: 8"
+    assert found["MXNet's CUDA build on NVIDIA H100 80GB HBM3"][0] == "has NO kernels for it"
+    status, fix = found["MXNet build"]
+    assert status == "problem: CPU wheel, the GPU route failed (no-kernel-image)"
+    assert "no kernel image is available" in fix and "T4 (7.5)" in fix
+
+
+def test_gpu_t4_with_the_mxnet_gpu_route_is_ok(monkeypatch):
+    from helpers.mxnet_gpu import MXNetRoute
+
+    _gpu_machine(monkeypatch, "T4", 2, MXNetRoute("gpu", "ok", side_dir=".mxnet-gpu", gpus=2),
+                 mxnet_gpus=2)
+    found = rows(environment.diagnose())
+    assert found["MXNet's CUDA build on Tesla T4"] == ("has kernels for it", "-")
+    assert found["MXNet build"] == ("ok: CUDA build, probe passed, 2 GPU(s)", "-")

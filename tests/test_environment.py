@@ -22,10 +22,21 @@ def test_every_pin_in_requirements_holds():
 
 
 def test_gpu_requirements_pin_the_same_versions():
+    # the default GPU route: TensorFlow's CUDA build, MXNet's CPU wheel, all else the same
     cpu = read_pins(REQUIREMENTS)
     gpu = read_pins(REQUIREMENTS.with_name("requirements-gpu.txt"))
-    assert gpu.pop("mxnet-cu117") == cpu.pop("mxnet")
     assert gpu == cpu
+    assert "tensorflow[and-cuda]==" in REQUIREMENTS.with_name("requirements-gpu.txt").read_text()
+
+
+def test_gpu_mxnet_route_pins_mxnets_cuda_build_and_the_cuda_11_libraries():
+    from helpers.mxnet_gpu import CUDA_LIBRARIES
+
+    route = read_pins(REQUIREMENTS.with_name("requirements-mxnet-gpu.txt"))
+    assert route.pop("mxnet-cu117") == read_pins(REQUIREMENTS)["mxnet"]
+    assert set(route) == {package for _, package in CUDA_LIBRARIES}  # exactly what MXNet needs
+    assert all(name.endswith("-cu11") for name in route)  # never TensorFlow's CUDA 12 family
+    assert route["nvidia-cudnn-cu11"].startswith("8.")
 
 
 def test_import_mxnet_applies_the_numpy_fix_and_runs_an_op():

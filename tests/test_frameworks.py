@@ -60,15 +60,19 @@ def _mxnet_import_report(env: dict[str, str]) -> tuple[dict, dict]:
         import_mxnet()
         report("AFTER")
         print("SETTINGS", json.dumps(mxnet_import_settings()))
+        from helpers.frameworks import mxnet_route
+        print("ROUTE", json.dumps([mxnet_route().build, mxnet_route().verdict]))
     """)
     clean = {k: v for k, v in os.environ.items()
              if k not in ("OPENBLAS_CORETYPE", "OMP_NUM_THREADS", "MXNET_OMP_MAX_THREADS",
                           "SERIES_MXNET_TUNING")}
+    clean["SERIES_MXNET_GPU_DIR"] = os.path.join(os.sep, "no", "mxnet-gpu-route")
     out = subprocess.run([sys.executable, "-c", program], env={**clean, **env},
                          capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr[-2000:]
     lines = dict(line.split(" ", 1) for line in out.stdout.splitlines() if " " in line)
-    return json.loads(lines["BEFORE"]) | {"settings": json.loads(lines["SETTINGS"])}, \
+    return json.loads(lines["BEFORE"]) | {"settings": json.loads(lines["SETTINGS"]),
+                                          "route": json.loads(lines["ROUTE"])}, \
         json.loads(lines["AFTER"])
 
 
@@ -84,6 +88,7 @@ def test_import_mxnet_gives_mxnet_all_cores_and_safe_kernels_without_touching_nu
         assert after["mxnet"] not in GENERIC_KERNELS
     assert after["numpy"] == before["numpy"]  # NumPy's OpenBLAS keeps its own kernels
     assert after["left"] == {"MXNET_OMP_MAX_THREADS": None, "OPENBLAS_CORETYPE": None}
+    assert before["route"] == ["cpu", "not-installed"]  # no MXNet GPU route: the CPU wheel
 
 
 def test_import_mxnet_respects_the_users_settings_and_the_opt_out():

@@ -7,7 +7,13 @@ Python process.
 import pytest
 from fresh_python import run_python
 
-from helpers.devices.logical import DevicePlan, use_logical_cpus, use_virtual_gpus
+from helpers.devices.logical import (
+    DevicePlan,
+    spread_over_cards,
+    use_logical_cpus,
+    use_virtual_gpus,
+    virtual_gpu_budget,
+)
 
 
 def test_same_count_twice_is_a_no_op_and_a_different_count_after_start_is_explained():
@@ -48,19 +54,26 @@ def test_banner_for_real_gpus_does_not_claim_simulation():
     assert "2 real GPU(s)" in plan.banner()
 
 
-def test_virtual_gpu_plan_maps_to_shared_mxnet_gpus():
-    class FakeMx:
-        def gpu(self, i):
-            return ("gpu", i)
-
-        def cpu(self, i):
-            return ("cpu", i)
+def test_virtual_gpu_plan_never_duplicates_mxnet_contexts():
+    from gpu_fakes import FakeMX
 
     plan = DevicePlan(3, "virtual-gpu", ("/GPU:0", "/GPU:1", "/GPU:2"), 1, 8)
     assert plan.simulated and "virtual GPUs" in plan.banner()
-    assert plan.mxnet_contexts(FakeMx()) == [("gpu", 0)] * 3
+    # one GPU cannot be three MXNet devices: three CPU contexts, said to be stand-ins
+    assert [str(c) for c in plan.mxnet_contexts(FakeMX(1))] == ["cpu(0)", "cpu(1)", "cpu(2)"]
+    assert "SIMULATED: MXNet sees only 1 GPU(s)" in plan.describe_mxnet_contexts(FakeMX(1))
+    assert [str(c) for c in plan.mxnet_contexts(FakeMX(4))] == ["gpu(0)", "gpu(1)", "gpu(2)"]
     cpu_plan = DevicePlan(2, "logical-cpu", ("/CPU:0", "/CPU:1"), 0, 2)
-    assert cpu_plan.mxnet_contexts(FakeMx()) == [("cpu", 0), ("cpu", 1)]
+    assert [str(c) for c in cpu_plan.mxnet_contexts(FakeMX(0))] == ["cpu(0)", "cpu(1)"]
+
+
+def test_real_mxnet_contexts_on_this_machine():
+    from helpers import import_mxnet
+
+    mx = import_mxnet()
+    plan = DevicePlan(2, "logical-cpu", ("/CPU:0", "/CPU:1"), 0, 2)
+    contexts = plan.mxnet_contexts(mx)
+    assert len(set(contexts)) == 2 and all(c.device_type in ("cpu", "gpu") for c in contexts)
 
 
 @pytest.mark.parametrize("n", [0, -1, 1.5, True, "2"])
@@ -72,6 +85,17 @@ def test_bad_logical_cpu_counts(n):
 def test_bad_virtual_gpu_memory():
     with pytest.raises(ValueError, match="memory_mb"):
         use_virtual_gpus(2, memory_mb=0)
+    with pytest.raises(ValueError, match="per device"):
+        virtual_gpu_budget(15360, 2, needed_mb=0)
+    with pytest.raises(ValueError, match="virtual GPUs per card"):
+        virtual_gpu_budget(15360, 0)
+
+
+def test_spread_over_cards_takes_the_cards_in_turn():
+    counts, order = spread_over_cards(5, 2)
+    assert counts == [3, 2]  # TensorFlow numbers card 0's three, then card 1's two
+    assert order == [("/GPU:0", 0), ("/GPU:3", 1), ("/GPU:1", 0), ("/GPU:4", 1), ("/GPU:2", 0)]
+    assert spread_over_cards(2, 4) == ([1, 1, 0, 0], [("/GPU:0", 0), ("/GPU:1", 1)])
 
 
 def test_one_cpu_is_not_called_simulated():

@@ -131,21 +131,34 @@ def gpu_task_env(gpus: int, chief: int = 0) -> TaskEnv:
     """A ``task_env`` that gives each computing task its own GPU when there are enough.
 
     Several TensorFlow processes on one machine would otherwise all claim every GPU.
-    The chief (if ``chief=1``) and then worker 0, 1, ... take GPUs 0, 1, ... in turn
-    (``CUDA_VISIBLE_DEVICES``); with fewer GPUs than tasks some share one (the worker
-    programs turn on memory growth so that fits). Parameter servers hold variables and
-    do no heavy math: they see no GPU. With ``gpus=0`` nothing is set.
+    The chief (if ``chief=1``) and then worker 0, 1, ... take the GPUs in turn
+    (``CUDA_VISIBLE_DEVICES``); with fewer GPUs than tasks some share one. Every task
+    with a GPU also gets ``TF_FORCE_GPU_ALLOW_GROWTH=true``, so it allocates GPU memory
+    as it needs it instead of reserving the card at start-up. Parameter servers hold
+    variables and do no heavy math: they see no GPU. With ``gpus=0`` nothing is set.
+
+    "The GPUs" are the ones this process may use: a ``CUDA_VISIBLE_DEVICES`` already set
+    (by the user, or by a scheduler such as SLURM) is respected, and tasks get entries
+    of that list (indices or UUIDs) rather than the machine's GPU numbers.
     """
+    import os  # noqa: PLC0415
+
     _check_count(gpus, "GPUs")
     _check_count(chief, "chiefs")
+    inherited = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if inherited is None:
+        visible = [str(i) for i in range(gpus)]
+    else:
+        visible = [t.strip() for t in inherited.split(",") if t.strip()][:gpus]
 
     def env(task_type: str, index: int) -> dict[str, str]:
-        if gpus == 0:
+        if not visible:
             return {}
         if task_type == "ps":
             return {"CUDA_VISIBLE_DEVICES": ""}
         position = index + chief if task_type == "worker" else index
-        return {"CUDA_VISIBLE_DEVICES": str(position % gpus)}
+        return {"CUDA_VISIBLE_DEVICES": visible[position % len(visible)],
+                "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
 
     return env
 

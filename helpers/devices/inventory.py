@@ -3,6 +3,12 @@
 Listing TensorFlow's *logical* devices initialises its runtime, after which logical CPUs
 and virtual GPUs can no longer be configured: call :func:`helpers.requirements_banner`
 (or :mod:`helpers.devices.logical`) first, then list.
+
+Each framework is asked about its own devices: TensorFlow's GPU count says nothing about
+MXNet's (the CPU wheel sees none on the same machine). :func:`gpu_cards` describes the
+GPUs TensorFlow can use before its runtime starts: the compute capability from
+TensorFlow's device details, the memory from ``nvidia-smi`` (TensorFlow reports memory
+only once its runtime runs, and then only what it allocated).
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from dataclasses import dataclass
 from typing import Any
 
 from helpers.frameworks import import_mxnet, import_tensorflow
@@ -68,12 +75,11 @@ def list_devices(frameworks: tuple[str, ...] = FRAMEWORKS) -> Table:
     return table
 
 
-def nvidia_smi() -> Table | None:
-    """A short ``nvidia-smi`` summary, or None where there is no NVIDIA driver."""
+def query_nvidia_smi(fields: str) -> list[list[str]] | None:
+    """``nvidia-smi --query-gpu=FIELDS`` as rows of strings; None without a working driver."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return None
-    fields = "index,name,memory.total,memory.used,utilization.gpu"
     try:
         out = subprocess.run(
             [exe, f"--query-gpu={fields}", "--format=csv,noheader"],
@@ -81,10 +87,69 @@ def nvidia_smi() -> Table | None:
         ).stdout
     except (subprocess.SubprocessError, OSError):
         return None
-    table = Table(["index", "name", "memory total", "memory used", "utilisation"])
-    for line in out.strip().splitlines():
-        table.append([part.strip() for part in line.split(",")])
-    return table
+    return [[part.strip() for part in line.split(",")] for line in out.strip().splitlines()]
+
+
+def nvidia_smi() -> Table | None:
+    """A short ``nvidia-smi`` summary, or None where there is no NVIDIA driver."""
+    rows = query_nvidia_smi("index,name,memory.total,memory.used,utilization.gpu")
+    if rows is None:
+        return None
+    return Table(["index", "name", "memory total", "memory used", "utilisation"], rows)
+
+
+@dataclass(frozen=True)
+class GPUCard:
+    """One GPU TensorFlow can use: its name, memory and compute capability."""
+
+    index: int  # TensorFlow's physical GPU index (after CUDA_VISIBLE_DEVICES)
+    name: str
+    memory_mb: int | None  # total memory in MiB (nvidia-smi), None when unknown
+    capability: tuple[int, int] | None  # compute capability, e.g. (7, 5) for a T4
+
+    def describe(self) -> str:
+        memory = "memory unknown" if self.memory_mb is None else f"{self.memory_mb / 1024:.0f} GiB"
+        cap = "" if self.capability is None else f", compute capability {self.capability[0]}." \
+            f"{self.capability[1]}"
+        return f"{self.name} ({memory}{cap})"
+
+
+def _mib(text: str) -> int | None:
+    number = text.split()[0] if text.split() else ""
+    return int(number) if number.isdigit() else None
+
+
+def _smi_row_of(position: int, rows: list[list[str]]) -> list[str] | None:
+    """The ``index,uuid,name,memory.total`` row of TensorFlow's GPU ``position``.
+
+    nvidia-smi lists every GPU; CUDA (and so TensorFlow) numbers only the visible ones,
+    in the order ``CUDA_VISIBLE_DEVICES`` gives (indices or UUIDs).
+    """
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        tokens = [t.strip() for t in visible.split(",") if t.strip()]
+        token = tokens[position] if position < len(tokens) else None
+        return next((row for row in rows if token is not None and (
+            token in (row[0], row[1]) or (len(token) > 6 and row[1].startswith(token)))), None)
+    return rows[position] if position < len(rows) else None
+
+
+def gpu_cards() -> tuple[GPUCard, ...]:
+    """The GPUs TensorFlow can use, described without starting its runtime."""
+    tf = import_tensorflow()
+    rows = query_nvidia_smi("index,uuid,name,memory.total") or []
+    cards = []
+    for i, device in enumerate(tf.config.list_physical_devices("GPU")):
+        details = tf.config.experimental.get_device_details(device) or {}
+        row = _smi_row_of(i, rows)
+        capability = details.get("compute_capability")
+        cards.append(GPUCard(
+            index=i,
+            name=str(details.get("device_name") or (row[2] if row else f"GPU {i}")),
+            memory_mb=_mib(row[3]) if row and len(row) > 3 else None,
+            capability=tuple(capability) if capability else None,
+        ))
+    return tuple(cards)
 
 
 def try_gpu(i: int = 0, framework: str = "tensorflow") -> Any:

@@ -41,7 +41,12 @@ MXNET_THREAD_SETTINGS = ("OMP_NUM_THREADS", "MXNET_OMP_MAX_THREADS", "MXNET_CPU_
                          "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE")
 
 #: OpenBLAS kernel sets without AVX: what an OpenBLAS falls back to on a CPU it does not know.
-GENERIC_KERNELS = ("Prescott", "Core2", "Penryn", "Dunnington", "Atom")
+GENERIC_KERNELS = ("Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Katmai",
+                   "Coppermine", "Northwood", "Opteron", "Barcelona", "Bobcat", "Generic")
+#: Width in bits of the vectors each OpenBLAS kernel set computes with (AVX-512, AVX2/AVX).
+KERNEL_VECTOR_BITS = {"SkylakeX": 512, "CooperLake": 512, "SapphireRapids": 512,
+                      "Haswell": 256, "Zen": 256, "Sandybridge": 256, "Bulldozer": 256,
+                      "Piledriver": 256, "Steamroller": 256, "Excavator": 256}
 
 
 def blas_libraries() -> Table:
@@ -77,6 +82,16 @@ def kernels_of(table: Table, owner: str) -> str | None:
         if row["used by"] == owner and row["library"] == "openblas":
             return row["kernels"]
     return None
+
+
+def vector_bits(kernels: str | None) -> int | None:
+    """How wide the vectors of an OpenBLAS kernel set are (128 for the generic SSE sets)."""
+    if not kernels:
+        return None
+    name = kernels.lower()
+    if name in {k.lower() for k in GENERIC_KERNELS}:
+        return 128
+    return {k.lower(): bits for k, bits in KERNEL_VECTOR_BITS.items()}.get(name)
 
 
 def suggested_coretype(flags: set[str] | None = None) -> str | None:

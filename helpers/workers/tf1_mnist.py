@@ -148,6 +148,7 @@ def run_worker(tf: Any, fv: Any, cluster: Any, server: Any) -> None:
           f"loss on {model['loss'].device}", flush=True)
 
     config = v1.ConfigProto()
+    config.gpu_options.allow_growth = True  # tasks on one machine share its GPUs
     if fv.device_filters:
         config.device_filters.extend(["/job:ps", f"/job:worker/task:{i}"])
     print(f"worker {i}: device_filters={list(config.device_filters)}; "

@@ -1,0 +1,217 @@
+"""GPU scenario matrix: 0, 1, 2, 4 and 8 cards of T4, L4, A100 and H100, without a GPU.
+
+Discovery is faked where the helpers ask (TensorFlow's physical devices and device
+details, nvidia-smi, MXNet's own GPU count, the MXNet GPU route's verdict); everything
+above it is the series' real code: the device plan, its banner, the virtual GPUs and
+their memory caps, memory growth, MXNet's contexts, the environment of each worker
+process and the gpu profile's sizes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+from gpu_fakes import CARDS, FakeMX, FakeTF, fake_nvidia_smi
+
+from helpers.cluster.tf_cluster import gpu_task_env
+from helpers.devices import inventory, logical
+from helpers.devices.logical import reserve_mb
+from helpers.measure.matpow import device_memory_mb
+from helpers.mxnet_gpu import MXNetRoute, runs_mxnet_kernels
+from helpers.profiles import PROFILES, get_profile, matpow_gpu_mb
+
+SCENARIOS = [("none", 0)] + [(card, n) for card in CARDS for n in (1, 2, 4, 8)]
+IDS = [f"gpu-{n}x{card}" for card, n in SCENARIOS]
+CPU_WHEEL = MXNetRoute("cpu", "not-installed")
+
+
+def gpu_route(card: str, gpus: int) -> MXNetRoute:
+    """What the MXNet GPU route's probe concludes on ``gpus`` cards of this kind."""
+    if runs_mxnet_kernels(CARDS[card][2]):
+        return MXNetRoute("gpu", "ok", side_dir=".mxnet-gpu", gpus=gpus)
+    return MXNetRoute("cpu", "no-kernel-image", side_dir=".mxnet-gpu",
+                      cards=((CARDS[card][0], CARDS[card][2]),))
+
+
+def machine(monkeypatch, card: str, gpus: int, route: MXNetRoute = CPU_WHEEL) -> FakeTF:
+    """Make this process see ``gpus`` cards of kind ``card`` (none for ``gpus=0``)."""
+    card = card if card in CARDS else "T4"
+    tf = FakeTF(gpus, card)
+    monkeypatch.setattr(logical, "import_tensorflow", lambda **_kw: tf)
+    monkeypatch.setattr(inventory, "import_tensorflow", lambda **_kw: tf)
+    monkeypatch.setattr(inventory.shutil, "which",
+                        lambda exe: f"/usr/bin/{exe}" if gpus else None)
+    monkeypatch.setattr(inventory.subprocess, "run", fake_nvidia_smi(card, gpus))
+    monkeypatch.setattr(logical, "mxnet_route", lambda: route)
+    monkeypatch.setattr(logical, "cpu_cores", lambda: 8)
+    monkeypatch.delenv(logical.GROWTH_ENV, raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    return tf
+
+
+def card_of(tf: FakeTF, name: str) -> int:
+    """The physical card a TensorFlow virtual GPU name lives on (TF numbers card by card)."""
+    index, start = int(name.rsplit(":", 1)[1]), 0
+    for card in range(tf.config.gpus):
+        count = len(tf.config.logical.get(f"/physical_device:GPU:{card}") or [None])
+        if index < start + count:
+            return card
+        start += count
+    raise AssertionError(f"{name} is beyond the configured devices")
+
+
+@pytest.mark.parametrize("needed", [1, 2, 4, 8])
+@pytest.mark.parametrize(("card", "gpus"), SCENARIOS, ids=IDS)
+def test_gpu_plan_banner_and_memory(monkeypatch, card, gpus, needed):
+    tf = machine(monkeypatch, card, gpus)
+    plan = logical.plan_devices(needed)
+    banner = plan.banner()
+    assert len(plan.devices) == len(set(plan.devices)) == needed
+    if gpus == 0:
+        assert plan.kind == "logical-cpu" and plan.devices[0] == "/CPU:0"
+        assert f"This lesson needs {needed} device(s); this machine has 0 GPU(s) and 8 CPU " \
+               "core(s)." in banner
+        assert "MXNet" not in banner and "MiB" not in banner  # the CPU banner is unchanged
+        assert logical.GROWTH_ENV not in os.environ
+        return
+    name, card_mb, capability = CARDS[card]
+    assert f"{gpus} GPU(s) ({name} ({card_mb / 1024:.0f} GiB, compute capability " \
+           f"{capability[0]}.{capability[1]}))" in banner
+    assert "MXNet: CPU wheel" in banner  # every GPU banner says where MXNet runs
+    assert os.environ[logical.GROWTH_ENV] == "true"  # inherited by children
+    if gpus >= needed:
+        assert plan.kind == "gpu" and not plan.simulated
+        assert plan.devices == tuple(f"/GPU:{i}" for i in range(needed))
+        assert plan.distinct_cards(needed) == needed
+        assert all(tf.config.growth[d.name] for d in tf.config.list_physical_devices("GPU"))
+        assert not tf.config.logical  # no virtual GPUs, no caps: growth decides
+        assert f"using {needed} real GPU(s)" in banner and "memory growth on" in banner
+        assert "SIMULATED" not in banner
+        return
+    assert plan.kind == "virtual-gpu" and plan.simulated and "SIMULATED" in banner
+    per_card = math.ceil(needed / gpus)
+    counts = [len(tf.config.logical[f"/physical_device:GPU:{c}"]) for c in range(gpus)]
+    assert sum(counts) == needed and max(counts) == per_card and min(counts) >= 1
+    # interleaved: the plan's order alternates cards, as the banner and `cards` say
+    assert [card_of(tf, d) for d in plan.devices] == list(plan.cards)
+    assert plan.distinct_cards(gpus) == gpus
+    assert list(plan.cards[:gpus]) == list(range(gpus))
+    # memory: every virtual GPU is capped, and the caps fit the card with its reserve
+    limits = {c.memory_limit for configs in tf.config.logical.values() for c in configs}
+    assert limits == {plan.memory.per_device_mb}
+    assert per_card * plan.memory.per_device_mb + reserve_mb(card_mb) <= card_mb
+    assert plan.memory.per_device_mb >= 1024  # no fixed 1 GiB: a share of the real card
+    assert f"up to {plan.memory.per_device_mb} MiB of its card's {card_mb} MiB" in banner
+    if gpus == 1:
+        assert "carved out of 1 physical GPU(s)" in banner and "cannot run faster" in banner
+    else:
+        assert f"The first {gpus} are on different cards" in banner
+        assert f"{plan.devices[1]} (card 1)" in banner
+
+
+@pytest.mark.parametrize("card", list(CARDS), ids=[f"gpu-{c}" for c in CARDS])
+def test_gpu_lesson_memory_need_is_given_when_it_fits_and_warned_when_not(monkeypatch, card):
+    tf = machine(monkeypatch, card, 1)
+    size = get_profile("gpu").matpow_size  # notebook 04's need, from the fitted profile
+    need = device_memory_mb(size, chains=3)
+    plan = logical.plan_devices(2, gpu_memory_mb=need)
+    assert plan.memory.fits and plan.memory.per_device_mb == need
+    assert {c.memory_limit for c in tf.config.logical["/physical_device:GPU:0"]} == {need}
+    assert "WARNING" not in plan.banner()
+    tf = machine(monkeypatch, card, 1)
+    greedy = logical.plan_devices(2, gpu_memory_mb=CARDS[card][1])  # a whole card each
+    assert greedy.memory.fits is False and greedy.memory.per_device_mb < CARDS[card][1] // 2
+    assert "WARNING: the lesson needs" in greedy.banner() and "smaller profile" in greedy.banner()
+
+
+@pytest.mark.parametrize(("card", "gpus"), SCENARIOS, ids=IDS)
+def test_gpu_mxnet_contexts_come_from_mxnets_own_count(monkeypatch, card, gpus):
+    routes = [CPU_WHEEL] + ([gpu_route(card, gpus)] if gpus else [])
+    for route in routes:
+        mx = FakeMX(route.gpus if route.on_gpu else 0)  # MXNet counts its own GPUs
+        for needed in (1, 2, 4):
+            machine(monkeypatch, card, gpus, route)
+            plan = logical.plan_devices(needed)
+            contexts = plan.mxnet_contexts(mx)
+            text = plan.describe_mxnet_contexts(mx)
+            assert len(contexts) == len(set(contexts)) == needed  # never one context twice
+            if mx.num_gpus() >= needed:
+                assert [str(c) for c in contexts] == [f"gpu({i})" for i in range(needed)]
+                assert "SIMULATED" not in text
+            else:  # TensorFlow's GPUs do not count: MXNet has fewer than the lesson needs
+                assert all(c.device_type == "cpu" for c in contexts)
+                assert ("SIMULATED" in text) == (needed > 1)
+                assert ("no GPU" if mx.num_gpus() == 0 else f"only {mx.num_gpus()} GPU(s)") in text
+            if gpus:
+                assert route.summary() in plan.banner()
+
+
+@pytest.mark.parametrize(("card", "gpus"), SCENARIOS, ids=IDS)
+def test_gpu_worker_processes_get_their_own_card_and_memory_growth(monkeypatch, card, gpus):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    env = gpu_task_env(gpus, chief=1)
+    tasks = [("chief", 0)] + [("worker", i) for i in range(3)]
+    if gpus == 0:
+        assert all(env(t, i) == {} for t, i in tasks + [("ps", 0)])
+        return
+    seen = [env(t, i)["CUDA_VISIBLE_DEVICES"] for t, i in tasks]
+    assert seen == [str(p % gpus) for p in range(4)]  # round robin, one card each if enough
+    assert all(env(t, i)["TF_FORCE_GPU_ALLOW_GROWTH"] == "true" for t, i in tasks)
+    assert env("ps", 0) == {"CUDA_VISIBLE_DEVICES": ""}  # parameter servers hold no GPU
+    # a scheduler (SLURM) or the user gave this job cards 4, 5, ...: workers stay on them
+    given = ",".join(str(4 + i) for i in range(gpus))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", given)
+    env = gpu_task_env(gpus)
+    assert [env("worker", i)["CUDA_VISIBLE_DEVICES"] for i in range(3)] == \
+        [given.split(",")[i % gpus] for i in range(3)]
+
+
+@pytest.mark.parametrize("mxnet_on_gpu", [False, True], ids=["gpu-mxnet-cpu", "gpu-mxnet-gpu"])
+@pytest.mark.parametrize(("card", "gpus"), [s for s in SCENARIOS if s[1] in (1, 2)],
+                         ids=[i for i, s in zip(IDS, SCENARIOS, strict=True) if s[1] in (1, 2)])
+def test_gpu_profile_fits_the_smallest_card(monkeypatch, card, gpus, mxnet_on_gpu):
+    machine(monkeypatch, card, gpus)
+    route = MXNetRoute("gpu", "ok", gpus=gpus) if mxnet_on_gpu else CPU_WHEEL
+    monkeypatch.setattr("helpers.frameworks.mxnet_route", lambda: route)
+    profile = get_profile("gpu")
+    card_mb = CARDS[card][1]
+    assert matpow_gpu_mb(profile.matpow_size, gpus, mxnet_on_gpu) <= card_mb - reserve_mb(card_mb)
+    seed = PROFILES["gpu"].matpow_size
+    if matpow_gpu_mb(seed, gpus, mxnet_on_gpu) <= card_mb - reserve_mb(card_mb):
+        assert profile.matpow_size == seed == 10_000  # the seed's size wherever it fits
+    else:
+        assert profile.matpow_size < seed and "does not fit" in profile.description
+    if card == "T4" and gpus == 1:  # a 16 GB T4: the seed's size only while MXNet is on the CPU
+        assert profile.matpow_size == (9000 if mxnet_on_gpu else 10_000)
+
+
+def test_gpu_profile_without_a_driver_keeps_the_seed_sizes(monkeypatch):
+    machine(monkeypatch, "none", 0)
+    assert get_profile("gpu") == PROFILES["gpu"]
+
+
+def test_gpu_cards_follow_cuda_visible_devices(monkeypatch):
+    machine(monkeypatch, "A100-80GB", 2)  # TensorFlow sees 2 of the driver's 4 cards ...
+    monkeypatch.setattr(inventory.subprocess, "run", fake_nvidia_smi("A100-80GB", 4, extra_mb=1))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")  # ... the driver's 3 and 1, in that order
+    cards = inventory.gpu_cards()
+    assert [(c.index, c.name, c.memory_mb, c.capability) for c in cards] == [
+        (0, "NVIDIA A100-SXM4-80GB", 81923, (8, 0)), (1, "NVIDIA A100-SXM4-80GB", 81921, (8, 0))]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-00000002,GPU-00000000")  # UUID prefixes
+    assert [c.memory_mb for c in inventory.gpu_cards()] == [81922, 81920]
+
+
+def test_gpu_runtime_started_without_growth_is_explained(monkeypatch):
+    tf = machine(monkeypatch, "T4", 2)
+    tf.config.started = True  # a TensorFlow op ran before the banner
+    with pytest.raises(RuntimeError, match="without memory growth.*restart the kernel"):
+        logical.plan_devices(2)
+
+
+def test_gpu_virtual_devices_after_start_are_explained(monkeypatch):
+    tf = machine(monkeypatch, "L4", 1)
+    tf.config.started = True
+    with pytest.raises(RuntimeError, match="already started.*restart the kernel"):
+        logical.plan_devices(4)
