@@ -134,3 +134,29 @@ def test_mwms_worker_accepts_its_defaults(monkeypatch):
     monkeypatch.setenv("TF_CONFIG", "{}")
     args = mwms_train.parse_args(["--steps", "7", "--try-fit"])
     assert args.steps == 7 and args.try_fit and args.resolver == "tf_config"
+
+
+def _fake_tf(gpus: int):
+    """A stand-in for the tensorflow module that reports ``gpus`` physical GPUs."""
+    from unittest import mock  # noqa: PLC0415
+
+    tf = mock.MagicMock()
+    tf.config.list_physical_devices.return_value = [f"GPU:{i}" for i in range(gpus)]
+    return tf
+
+
+@pytest.mark.parametrize("gpus", [1, 2, 4])
+def test_mwms_worker_on_gpus_turns_on_determinism_and_memory_growth(gpus):
+    tf = _fake_tf(gpus)
+    mwms_train.make_strategy(tf, resolver=object(), timeout=5.0)
+    tf.config.experimental.enable_op_determinism.assert_called_once_with()
+    grown = [c.args for c in tf.config.experimental.set_memory_growth.call_args_list]
+    assert grown == [(f"GPU:{i}", True) for i in range(gpus)]
+    tf.distribute.experimental.CommunicationImplementation.__getitem__.assert_called_with("NCCL")
+
+
+def test_mwms_worker_on_cpu_keeps_the_default_kernels_and_uses_ring():
+    tf = _fake_tf(0)
+    mwms_train.make_strategy(tf, resolver=object(), timeout=5.0)
+    tf.config.experimental.enable_op_determinism.assert_not_called()
+    tf.distribute.experimental.CommunicationImplementation.__getitem__.assert_called_with("RING")

@@ -81,6 +81,8 @@ def make_strategy(tf: Any, resolver: Any, timeout: float, collective: str = "aut
     gpus = tf.config.list_physical_devices("GPU")
     for gpu in gpus:  # several workers may share one GPU on a single machine
         tf.config.experimental.set_memory_growth(gpu, True)
+    if gpus:  # cuDNN's fastest kernels add in varying order: a step redone after a
+        tf.config.experimental.enable_op_determinism()  # restart must repeat exactly
     if collective == "auto":
         collective = "nccl" if gpus else "ring"
     implementation = tf.distribute.experimental.CommunicationImplementation[collective.upper()]
@@ -159,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
 
     losses: dict[int, float] = {}
     stale: dict[int, int] = {}
+    ended: dict[int, float] = {}  # seconds from the loop's start to the end of each step
     began = time.monotonic()
     s = start_step
     try:
@@ -166,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             loss, staleness = train_step(iterator)
             losses[s] = float(loss)
             stale[s] = int(staleness)
+            ended[s] = time.monotonic() - began
             say(f"step {s}/{args.steps} loss {float(loss):.4f} staleness {int(staleness)}")
             if manager is not None and (s % args.checkpoint_every == 0 or s == args.steps):
                 manager.save(checkpoint_number=s)
@@ -191,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         summary = {"task": name, "is_chief": is_chief, "replicas": replicas,
                    "collective": collective, "global_batch": global_batch,
                    "start_step": start_step, "end_step": args.steps, "losses": losses,
-                   "staleness": stale,
+                   "staleness": stale, "step_ended_seconds": ended,
                    "checksum": checksum, "seconds": seconds, "data": source}
         out = Path(args.out_dir) / f"{name}.json"
         out.write_text(json.dumps(summary, indent=1))
