@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.stats import FIGURES, NOTEBOOK_LIMIT_S, check_targets
+from tools import markdown
 
 _SLOW_KERNELS = {"prescott", "core2", "katmai", "coppermine", "northwood", "penryn",
                  "dunnington", "nehalem", "atom", "generic"}
@@ -36,10 +37,8 @@ def ratio(value: float | None) -> str:
 
 
 def table(columns: list[str], rows: list[list[Any]]) -> str:
-    """A GitHub markdown table."""
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
+    """A markdown table with the bench's number format (the one renderer is tools.markdown)."""
+    return markdown.table(columns, rows, fmt)
 
 
 def _met(flag: bool | None) -> str:

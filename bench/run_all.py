@@ -116,15 +116,15 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
 
-    from bench.machine import load_average, machine_info  # noqa: PLC0415
     from bench.orphans import sweep  # noqa: PLC0415
     from bench.report import render  # noqa: PLC0415
+    from helpers.machine import describe_machine, load_average  # noqa: PLC0415
 
     os.chdir(ROOT)  # the suite runs `pytest notebooks` with the repository's pytest config
     run_id = uuid.uuid4().hex
     os.environ[RUN_MARKER] = run_id
     began = time.monotonic()
-    machine = machine_info()
+    machine = {**describe_machine(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
     gpu = bool(machine["gpus"])
     run: dict[str, Any] = {"argv": sys.argv[1:] if argv is None else argv,
                            "sections": sections, "quick": args.quick,

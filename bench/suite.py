@@ -17,8 +17,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from bench.machine import load_average
 from bench.stats import NOTEBOOK_LIMIT_S
+from helpers.machine import load_average
 
 
 def per_notebook(junit_xml: str | Path) -> dict[str, dict[str, Any]]:

@@ -17,6 +17,7 @@ when a function first needs it, so the worker processes of a cluster start quick
 from helpers import training
 from helpers.capture import capture_fds, capture_log
 from helpers.checks import require_int, require_number
+from helpers.cluster.exposure import ExposureError, network_banner
 from helpers.cluster.mx_cluster import LocalMXCluster, dmlc_env, shell_commands, train_on_cluster
 from helpers.cluster.processes import ProcessGroup, describe_exit, leftover_processes
 from helpers.cluster.tf_cluster import LocalTFCluster, cluster_spec, gpu_task_env, tf_config
@@ -51,7 +52,12 @@ from helpers.devices.names import DeviceName, mxnet_context, parse_device
 from helpers.devices.placement import Placement, capture_placement, parse_placement
 from helpers.devices.strategies import choose_strategy, mirrored_over, replica_devices
 from helpers.environment import broken_pins, diagnose, pin_report, read_pins
-from helpers.frameworks import apply_numpy_fix, import_mxnet, import_tensorflow
+from helpers.frameworks import (
+    apply_numpy_fix,
+    import_mxnet,
+    import_tensorflow,
+    mxnet_import_settings,
+)
 from helpers.measure.bandwidth import CopyRoute, copy_sweep
 from helpers.measure.blas import (
     GENERIC_KERNELS,
@@ -72,6 +78,7 @@ from helpers.measure.matpow import (
     matpow_flops,
     overflows,
     relative_error,
+    require_fits_in_memory,
     true_power,
 )
 from helpers.measure.timing import Timer, TimingResult, benchmark
@@ -87,8 +94,8 @@ __all__ = [
     "Profile", "Table", "apply_numpy_fix", "broken_pins", "capture_fds", "capture_log",
     "detect_profile_name", "diagnose",
     "get_profile", "import_mxnet", "import_tensorflow", "load_digits", "load_results",
-    "pin_report", "read_pins", "require_int", "require_number", "save_results", "show_source",
-    "source_of", "training",
+    "mxnet_import_settings", "pin_report", "read_pins", "require_int", "require_number",
+    "save_results", "show_source", "source_of", "training",
     # devices and placement
     "ContextPair", "DeviceName", "DevicePlan", "Placement", "capture_placement",
     "choose_strategy", "context_pair", "cpu_cores", "list_devices", "mirrored_over",
@@ -100,11 +107,12 @@ __all__ = [
     "bar_timings", "benchmark", "blas_libraries", "busy_threads", "check_matpow_sum",
     "copy_sweep", "device_memory_mb", "entry_log10", "kernels_of", "largest_safe_n",
     "line_bandwidth", "line_speedup", "matpow", "matpow_flops", "overflows",
-    "probe_mxnet_dot", "relative_error", "save_figure", "suggested_coretype", "true_power",
+    "probe_mxnet_dot", "relative_error", "require_fits_in_memory", "save_figure",
+    "suggested_coretype", "true_power",
     # clusters
-    "LocalMXCluster", "LocalTFCluster", "ProcessGroup", "cluster_spec", "describe_exit",
-    "dmlc_env", "gpu_task_env", "leftover_processes", "median_step_seconds",
-    "shell_commands", "tf_config", "train_on_cluster", "training_table",
+    "ExposureError", "LocalMXCluster", "LocalTFCluster", "ProcessGroup", "cluster_spec",
+    "describe_exit", "dmlc_env", "gpu_task_env", "leftover_processes", "median_step_seconds",
+    "network_banner", "shell_commands", "tf_config", "train_on_cluster", "training_table",
     # models of cost
     "AlphaBeta", "amdahl_speedup", "compute_seconds", "fit_alpha_beta", "karp_flatt",
     "parameter_server_seconds", "ring_allreduce_seconds", "step_seconds",

@@ -5,6 +5,10 @@ constructors, worker programs' flags), so a mistake is reported at once, in word
 rather than as a framework traceback minutes later. ``isinstance(True, int)`` holds in
 Python, so a plain type check would take ``repeat=True`` for 1; these checks refuse
 bools on purpose, and NaN or infinity where a number is expected.
+
+Every check takes an optional ``hint``, appended to the message after a semicolon, for
+what to do when the reason is not obvious from the range alone ("every task runs on
+this machine"). For ints it is about the maximum, and only added when that is exceeded.
 """
 
 from __future__ import annotations
@@ -13,17 +17,27 @@ import math
 from collections.abc import Collection
 
 
-def require_int(name: str, value: object, minimum: int, maximum: int | None = None) -> int:
-    """``value`` if it is an int (not a bool) in ``[minimum, maximum]``, else ValueError."""
+def _with(hint: str) -> str:
+    return f"; {hint}" if hint else ""
+
+
+def require_int(name: str, value: object, minimum: int, maximum: int | None = None,
+                hint: str = "") -> int:
+    """``value`` if it is an int (not a bool) in ``[minimum, maximum]``, else ValueError.
+
+    ``hint`` is added to the message of a value above ``maximum``.
+    """
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}, not {value!r}")
     if maximum is not None and value > maximum:
-        raise ValueError(f"{name} must be an int from {minimum} to {maximum}, not {value!r}")
+        raise ValueError(f"{name} must be an int from {minimum} to {maximum}, not {value!r}"
+                         f"{_with(hint)}")
     return value
 
 
 def require_number(name: str, value: object, *, minimum: float | None = None,
-                   maximum: float | None = None, above: float | None = None) -> float:
+                   maximum: float | None = None, above: float | None = None,
+                   hint: str = "") -> float:
     """``value`` as a float if it is a finite number (not a bool) within the bounds.
 
     ``minimum`` and ``maximum`` are inclusive, ``above`` is exclusive (``above=0`` for
@@ -34,7 +48,7 @@ def require_number(name: str, value: object, *, minimum: float | None = None,
               f"<= {maximum:g}" if maximum is not None else ""]
     expected = " and ".join(b for b in bounds if b)
     problem = ValueError(f"{name} must be a {'finite ' if not expected else ''}number"
-                         f"{' ' + expected if expected else ''}, not {value!r}")
+                         f"{' ' + expected if expected else ''}, not {value!r}{_with(hint)}")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise problem
     x = float(value)
@@ -49,9 +63,13 @@ def require_positive_number(name: str, value: object) -> float:
     return require_number(name, value, above=0)
 
 
-def require_choice(name: str, value: object, choices: Collection[object]) -> object:
-    """``value`` if it is one of ``choices``, else ValueError listing them."""
-    if value not in choices:
+def require_choice(name: str, value: object, choices: Collection[object],
+                   hint: str = "") -> object:
+    """``value`` if it is one of ``choices`` (and of the same type), else ValueError listing them.
+
+    The type must match too, so ``True`` is not taken for the choice ``1``.
+    """
+    if not any(value == c and type(value) is type(c) for c in choices):
         listed = ", ".join(repr(c) for c in choices)
-        raise ValueError(f"{name} must be one of {listed}, not {value!r}")
+        raise ValueError(f"{name} must be one of {listed}, not {value!r}{_with(hint)}")
     return value

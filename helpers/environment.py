@@ -4,6 +4,11 @@ A plain ``pip install tensorflow mxnet`` quietly installs mxnet 1.0.0.post1 (MXN
 needs numpy < 2, TensorFlow 2.21 prefers numpy 2, and pip backtracks to an ancient
 MXNet). Everything then fails later with confusing errors, so the series compares what
 is installed with ``requirements.txt`` up front and says how to repair it.
+
+On Colab and Kaggle the setup cell installs only what the notebooks run on (the
+``runtime`` extra of the series' package), not the maintainers' tools that
+``requirements.txt`` also pins (JupyterLab, nbval, pytest, ruff ...): a tool that is
+missing there is reported as not needed, not as a broken pin.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ REQUIREMENTS = Path(__file__).resolve().parent.parent / "requirements.txt"
 _PIN = re.compile(r"^([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?==([^\s;#]+)")
 # A CUDA build of MXNet satisfies the `mxnet` pin.
 _ALTERNATIVES = {"mxnet": ("mxnet", "mxnet-cu117", "mxnet-cu112")}
+DISTRIBUTION = "pdl-helpers"
+NOT_NEEDED = "not needed to run the notebooks"
 
 
 def read_pins(path: Path | str = REQUIREMENTS) -> dict[str, str]:
@@ -45,12 +52,34 @@ def installed_version(package: str) -> str | None:
     return None
 
 
+def runtime_packages() -> set[str]:
+    """The packages the notebooks run on: the ``runtime`` extra of the installed series.
+
+    Empty when the series' own package is not installed, so that every pin counts.
+    """
+    try:
+        requirements = metadata.requires(DISTRIBUTION) or []
+    except metadata.PackageNotFoundError:
+        return set()
+    names = set()
+    for requirement in requirements:
+        name, _, marker = requirement.partition(";")
+        if re.search(r"""extra\s*==\s*["']runtime["']""", marker):
+            names.add(re.split(r"[\s\[=<>!~]", name.strip(), maxsplit=1)[0].lower())
+    return names
+
+
 def pin_report(path: Path | str = REQUIREMENTS) -> Table:
-    """A table of each pin, the installed version and whether they agree."""
+    """A table of each pin, the installed version and whether they agree (a maintainers'
+    tool that is not installed where only the runtime is, is marked as not needed)."""
+    runtime = runtime_packages()
     table = Table(["package", "pinned", "installed", "ok"])
     for package, pinned in read_pins(path).items():
         installed = installed_version(package)
-        table.append([package, pinned, installed or "missing", installed == pinned])
+        ok: bool | str = installed == pinned
+        if installed is None and runtime and package not in runtime:
+            ok = NOT_NEEDED
+        table.append([package, pinned, installed or "missing", ok])
     return table
 
 
@@ -59,7 +88,7 @@ def broken_pins(path: Path | str = REQUIREMENTS) -> list[str]:
     return [
         f"{package}: pinned {pinned}, installed {installed}"
         for package, pinned, installed, ok in pin_report(path).rows
-        if not ok
+        if ok is False
     ]
 
 

@@ -5,6 +5,16 @@ MXNet 1.9.1 is the last MXNet release and it predates numpy 1.24, which removed 
 that both MXNet 1.9.1 and TensorFlow 2.21 accept, so the alias is put back before MXNet
 is imported. This must happen in *every* process (notebook kernels, cluster workers).
 
+MXNet's CPU speed depends on two settings it reads once, at import: how many OpenMP
+threads each operator gets (on x86 it assumes hyper-threading and takes half of the
+processors, which leaves half the cores idle on machines with one thread per core) and
+which kernels its bundled OpenBLAS 0.3.13 uses (it does not recognise recent CPUs and
+falls back to generic SSE3 ones). Unless the user set them, ``import_mxnet`` gives MXNet
+all physical cores and the best kernel set the CPU's flags allow, the latter for MXNet's
+OpenBLAS alone: NumPy's OpenBLAS is already loaded by then and keeps its own choice, and
+both variables are removed again after the import so that no other library or child
+process inherits them. ``SERIES_MXNET_TUNING=0`` imports MXNet exactly as installed.
+
 TensorFlow prints several lines of C++ start-up messages (oneDNN, CUDA probing, CPU
 features) on stderr when it is imported and when it first looks for devices. The quiet
 import captures the descriptor while that happens and keeps the text for anyone who wants
@@ -30,19 +40,61 @@ from helpers.capture import capture_fds
 
 _startup_log: list[str] = []
 
+#: Set to ``0`` to import MXNet with its own thread count and kernel choice.
+TUNING_ENV = "SERIES_MXNET_TUNING"
+#: The settings MXNet reads at import that decide its CPU speed.
+MXNET_IMPORT_SETTINGS = ("MXNET_OMP_MAX_THREADS", "OMP_NUM_THREADS", "OPENBLAS_CORETYPE")
+_mxnet_import: dict[str, dict[str, str]] = {}
+
 
 def apply_numpy_fix() -> None:
     """Restore the ``numpy.bool`` alias that MXNet 1.9.1 uses (removed in numpy 1.24)."""
     vars(numpy).setdefault("bool", bool)
 
 
+def mxnet_tuning(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The settings ``import_mxnet`` adds for MXNet's speed, given the environment.
+
+    All physical cores unless ``OMP_NUM_THREADS`` or ``MXNET_OMP_MAX_THREADS`` is set, and
+    a safe OpenBLAS kernel set unless ``OPENBLAS_CORETYPE`` is; nothing at all when
+    ``SERIES_MXNET_TUNING=0``.
+    """
+    from helpers.measure.blas import physical_cores, suggested_coretype  # noqa: PLC0415
+
+    env = dict(os.environ) if environ is None else environ
+    if env.get(TUNING_ENV, "1") == "0":
+        return {}
+    settings = {}
+    if not (env.get("OMP_NUM_THREADS") or env.get("MXNET_OMP_MAX_THREADS")):
+        settings["MXNET_OMP_MAX_THREADS"] = str(physical_cores())
+    core = None if env.get("OPENBLAS_CORETYPE") else suggested_coretype()
+    if core is not None:
+        settings["OPENBLAS_CORETYPE"] = core
+    return settings
+
+
 def import_mxnet() -> ModuleType:
-    """Apply the numpy fix, import MXNet and return the module.
+    """Apply the numpy fix, import MXNet at full speed (see the module docstring), return it.
 
     Raises a RuntimeError that says what to install if the wrong MXNet is present.
     """
     apply_numpy_fix()
-    import mxnet  # noqa: PLC0415  (the fix must run first)
+    if "mxnet" not in sys.modules:
+        added = mxnet_tuning()
+        previous = {key: os.environ.get(key) for key in added}
+        os.environ.update(added)
+        _mxnet_import["added"] = dict(added)
+        _mxnet_import["read"] = {k: os.environ[k] for k in MXNET_IMPORT_SETTINGS
+                                 if os.environ.get(k)}
+        try:
+            import mxnet  # noqa: PLC0415  (the fix and the settings must come first)
+        finally:
+            for key, value in previous.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+    import mxnet  # noqa: PLC0415
 
     if not mxnet.__version__.startswith("1.9"):
         raise RuntimeError(
@@ -50,6 +102,15 @@ def import_mxnet() -> ModuleType:
             "run `pip install mxnet==1.9.1 numpy==1.26.4` (or `make test`, which does it)"
         )
     return mxnet
+
+
+def mxnet_import_settings() -> dict[str, dict[str, str]]:
+    """What MXNet read when this process imported it: ``{"read": {...}, "added": {...}}``.
+
+    ``read`` holds the speed settings in the environment at that moment, ``added`` the
+    ones :func:`import_mxnet` put there itself. Empty before MXNet is imported.
+    """
+    return {key: dict(value) for key, value in _mxnet_import.items()}
 
 
 def import_tensorflow(quiet: bool = True, keras: bool = True) -> ModuleType:

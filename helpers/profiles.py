@@ -102,10 +102,55 @@ def detect_profile_name() -> str:
     return "laptop" if cpu_cores() >= 4 else "ci"
 
 
+def _check_override(field: str, value: Any) -> None:
+    """ValueError, in the words of :mod:`helpers.checks`, for an override out of range."""
+    from helpers.checks import require_int, require_number  # noqa: PLC0415
+    from helpers.cluster.processes import LOCAL_TASKS_HINT, MAX_LOCAL_TASKS  # noqa: PLC0415
+    from helpers.measure.matpow import MAX_N, require_fits_in_memory  # noqa: PLC0415
+
+    name = f"the profile's {field}"
+    if field in ("name", "description"):
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"{name} must be a non-empty str, not {value!r}")
+    elif field in _RANGES:
+        minimum, maximum, hint = _RANGES[field]
+        require_int(name, value, minimum, maximum, hint)
+        if field == "matpow_size":
+            require_fits_in_memory(value)
+        if field == "matpow_n":
+            require_int(name, value, 1, MAX_N, "matpow recurses once per product")
+        if field == "cluster_workers":
+            require_int(name, value, 1, MAX_LOCAL_TASKS, LOCAL_TASKS_HINT)
+    else:  # the tuples
+        if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)) or not value:
+            raise ValueError(f"{name} must be a non-empty tuple, not {value!r}")
+        for item in value:
+            if field == "copy_sizes_mb":
+                require_number(f"each of {name}", item, above=0)
+            elif field in ("replica_counts", "scaling_workers"):
+                require_int(f"each of {name}", item, 1, MAX_LOCAL_TASKS, LOCAL_TASKS_HINT)
+            else:
+                require_int(f"each of {name}", item, 1)
+
+
+#: (minimum, maximum, hint) of every int field.
+_RANGES: dict[str, tuple[int, int | None, str]] = {
+    "warmup": (0, 1000, ""), "repeat": (1, 1000, ""), "log_steps": (1, None, ""),
+    "matpow_size": (1, 100_000, ""), "matpow_n": (1, None, ""),
+    "image_size": (16, 1024, "the CNN of notebook 05 halves the image four times"),
+    "batch_per_replica": (1, 65536, ""), "train_examples": (1, None, ""),
+    "epochs": (1, 1000, ""), "timed_examples": (1, None, ""),
+    "cluster_workers": (1, None, ""),
+    "cluster_steps": (1, None, ""),
+}
+
+
 def get_profile(name: str | None = None, **overrides: Any) -> Profile:
     """The profile called ``name``, else ``$SERIES_PROFILE``, else the hardware's.
 
-    Keyword arguments replace single fields, e.g. ``get_profile("ci", matpow_n=4)``.
+    Keyword arguments replace single fields, e.g. ``get_profile("ci", matpow_n=4)``;
+    each is checked (type and range; matrix sizes against free memory), so a bad value
+    is refused here rather than deep inside a notebook.
     """
     chosen = name or os.environ.get(ENV_VAR) or detect_profile_name()
     if chosen not in PROFILES:
@@ -118,4 +163,6 @@ def get_profile(name: str | None = None, **overrides: Any) -> Profile:
     unknown = sorted(set(overrides) - fields)
     if unknown:
         raise ValueError(f"unknown profile field(s) {unknown}; fields are {sorted(fields)}")
+    for field, value in overrides.items():
+        _check_override(field, value)
     return dataclasses.replace(PROFILES[chosen], **overrides)

@@ -71,9 +71,3 @@ class Table:
             for row in self.rows
         )
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-    def to_markdown(self) -> str:
-        """GitHub-flavoured markdown, for reports."""
-        lines = ["| " + " | ".join(self.columns) + " |", "|" + "---|" * len(self.columns)]
-        lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in self.rows]
-        return "\n".join(lines)

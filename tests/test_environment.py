@@ -36,7 +36,11 @@ def test_import_mxnet_applies_the_numpy_fix_and_runs_an_op():
     assert (mx.nd.ones((2, 2)) * 3).asnumpy().sum() == 12
 
 
-def test_pin_report_flags_a_wrong_version(tmp_path):
+def test_pin_report_flags_a_wrong_version(tmp_path, monkeypatch):
+    from helpers import environment
+
+    monkeypatch.setattr(environment, "runtime_packages",
+                        lambda: {"numpy", "not-a-real-package-xyz"})
     req = tmp_path / "requirements.txt"
     req.write_text("# comment\nnumpy==2.0.0\nnot-a-real-package-xyz==1.0\n")
     assert sorted(broken_pins(req)) == [
@@ -52,3 +56,27 @@ def test_requirements_without_pins_or_missing_file_are_errors(tmp_path):
         read_pins(empty)
     with pytest.raises(FileNotFoundError):
         read_pins(tmp_path / "missing.txt")
+
+
+def test_runtime_packages_are_the_notebooks_stack_without_the_tools():
+    from helpers.environment import runtime_packages
+
+    runtime = runtime_packages()
+    assert {"tensorflow", "mxnet", "numpy", "matplotlib"} <= runtime
+    assert not runtime & {"jupyterlab", "nbval", "pytest", "ruff"}
+
+
+def test_missing_tools_are_not_needed_where_only_the_runtime_is_installed(tmp_path,
+                                                                           monkeypatch):
+    from helpers import environment
+
+    req = tmp_path / "requirements.txt"
+    req.write_text("numpy==1.26.4\nsome-maintainer-tool==1.0\nmxnet==9.9\n")
+    monkeypatch.setattr(environment, "runtime_packages", lambda: {"numpy", "mxnet"})
+    rows = {r[0]: r[3] for r in pin_report(req).rows}
+    assert rows == {"numpy": True, "some-maintainer-tool": environment.NOT_NEEDED,
+                    "mxnet": False}
+    assert broken_pins(req) == ["mxnet: pinned 9.9, installed 1.9.1"]
+    # without the series' metadata every pin counts
+    monkeypatch.setattr(environment, "runtime_packages", lambda: set())
+    assert "some-maintainer-tool: pinned 1.0, installed missing" in broken_pins(req)

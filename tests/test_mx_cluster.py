@@ -1,6 +1,7 @@
 import os
 import socket
 import textwrap
+import time
 
 import pytest
 
@@ -169,11 +170,55 @@ def test_worker_failing_after_the_cluster_formed(worker_module):
     """)
     with LocalMXCluster(name, workers=2, env=env) as cluster:
         cluster.start()
-        with pytest.raises(RuntimeError, match="worker-. failed with exit code 1") as err:
+        with pytest.raises(RuntimeError, match=r"worker-. \(worker\) exit 1 \(failed\)") as err:
             cluster.wait(timeout=60)
         assert "out of memory in step 3" in str(err.value)
-        assert "scheduler" in cluster.alive()  # it waits for the worker forever...
-    assert cluster.alive() == []  # ...until the with block ends it
+        assert "every process of the cluster has been ended" in str(err.value)
+        assert cluster.alive() == []  # the scheduler, the server and the other worker too
+        assert cluster.state("scheduler").startswith("killed by")
+
+
+def test_a_killed_server_is_named_and_everything_ends():
+    with LocalMXCluster(PUSHPULL, workers=2, args=["--rounds", "10000"]) as cluster:
+        cluster.start()
+        cluster.kill("server-0")
+        began = time.monotonic()
+        with pytest.raises(RuntimeError, match=r"server-0 \(server\) killed by SIGKILL while "
+                                               r"worker-0, worker-1 still ran") as err:
+            cluster.wait(timeout=60)
+        assert time.monotonic() - began < 10  # not the 60 s timeout
+        assert "every process of the cluster has been ended" in str(err.value)
+        assert cluster.alive() == []
+
+
+def test_two_clusters_given_the_same_port_fail_naming_the_cause():
+    port = free_port()
+    first = LocalMXCluster(PUSHPULL, workers=1, port=port)
+    second = LocalMXCluster(PUSHPULL, workers=1, port=port)  # neither listens yet: both fine
+    with first, second:
+        first.start(wait_for_workers=False)
+        with pytest.raises(ValueError, match=rf"port {port} is already used by another cluster "
+                                             r"of this process \(mxnet-cluster, still running"):
+            second.start()
+        assert second.pids() == {}
+    first_again = LocalMXCluster(PUSHPULL, workers=1, port=port)  # free once the first ended
+    assert first_again.port == port
+
+
+def test_a_port_taken_after_the_check_is_named(monkeypatch):
+    # The race two clusters (or two notebooks) run into: the port was free when checked,
+    # and someone else listened on it before the scheduler's `import mxnet` had finished.
+    port = free_port()
+    cluster = LocalMXCluster(PUSHPULL, workers=1, port=port, ready_timeout=60)
+    monkeypatch.setattr("helpers.cluster.mx_cluster.ensure_port_free", lambda *args: None)
+    with socket.socket() as squatter, cluster:
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        with pytest.raises(RuntimeError, match=rf"scheduler .*Its port {port} is taken \(held "
+                                               rf"by pid {os.getpid()} ") as err:
+            cluster.start()
+        assert "another cluster on the same port?" in str(err.value)
+        assert cluster.alive() == []
 
 
 # -- the real thing -------------------------------------------------------------------------

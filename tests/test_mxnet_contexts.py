@@ -2,10 +2,12 @@
 
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
-from helpers.devices.mxnet_contexts import context_pair, omp_threads_requested
+from helpers.devices.mxnet_contexts import ContextPair, context_pair
 from helpers.frameworks import import_mxnet
+from helpers.measure.blas import mxnet_omp_threads
 
 
 class FakeContext(SimpleNamespace):
@@ -56,19 +58,34 @@ def test_bad_purpose_is_rejected():
         context_pair(fake_mx(0), "training")
 
 
-def test_several_omp_threads_with_two_cpu_contexts_are_refused(monkeypatch):
-    monkeypatch.setenv("OMP_NUM_THREADS", "2")
-    with pytest.raises(RuntimeError, match="hang"):
-        context_pair(fake_mx(0), "compute")
-    assert context_pair(fake_mx(0), "transfer").kind == "cpu-only"  # copies are safe
-    assert context_pair(fake_mx(2), "compute").kind == "two-gpus"   # GPUs are unaffected
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    assert context_pair(fake_mx(0), "compute").kind == "cpu-only"
-
-
-def test_omp_threads_requested_reads_both_settings():
-    assert omp_threads_requested({}) is None
-    assert omp_threads_requested({"OMP_NUM_THREADS": "4,2"}) == 4
-    assert omp_threads_requested({"MXNET_OMP_MAX_THREADS": "3"}) == 3
+def test_mxnet_thread_count_follows_what_mxnet_reads(monkeypatch):
+    assert mxnet_omp_threads({"OMP_NUM_THREADS": "4,2"}) == 4
+    assert mxnet_omp_threads({"MXNET_OMP_MAX_THREADS": "3", "OMP_NUM_THREADS": "1"}) == 3
+    monkeypatch.setattr("helpers.measure.blas.cpu_cores", lambda: 8)
+    assert mxnet_omp_threads({}) == 4  # MXNet's own rule on x86: half the processors
     with pytest.raises(ValueError, match="not a thread count"):
-        omp_threads_requested({"OMP_NUM_THREADS": "many"})
+        mxnet_omp_threads({"OMP_NUM_THREADS": "many"})
+
+
+@pytest.mark.parametrize("kinds, threads, risk", [
+    (("cpu", "cpu"), 2, True),    # two engine threads, each with an OpenMP team: deadlock
+    (("cpu", "cpu"), 1, False),   # one thread per operator: safe
+    (("gpu", "gpu"), 8, False),   # cuBLAS on the GPUs
+    (("cpu", "gpu"), 4, False),
+])
+def test_products_on_two_cpu_contexts_avoid_the_openblas_deadlock(kinds, threads, risk):
+    first, second = (FakeContext(device_type=k, device_id=i) for i, k in enumerate(kinds))
+    pair = ContextPair(first, second, "cpu-only", 0, threads)
+    nd = import_mxnet().nd
+    assert pair.blas_deadlock_risk is risk
+    assert (pair.matmul is nd.dot) is not risk
+
+
+def test_the_safe_product_is_the_same_product():
+    mx = import_mxnet()
+    pair = ContextPair(mx.cpu(0), mx.cpu(1), "cpu-only", 0, omp_threads=2)
+    rng = np.random.default_rng(0)
+    a, b = rng.random((5, 3), dtype=np.float32), rng.random((3, 4), dtype=np.float32)
+    product = pair.matmul(mx.nd.array(a, ctx=mx.cpu(1)), mx.nd.array(b, ctx=mx.cpu(1)))
+    assert product.context == mx.cpu(1)
+    np.testing.assert_allclose(product.asnumpy(), a @ b, rtol=1e-5)

@@ -1,17 +1,32 @@
 """Process groups: readiness, failures reported with logs, nothing left running."""
 
+import json
+import os
+import socket
+import subprocess
 import sys
+import tempfile
+import textwrap
+import threading
 import time
 
 import psutil
 import pytest
 
-from helpers.cluster.processes import (
-    ProcessGroup,
+from helpers.cluster.ports import (
     ensure_port_free,
+    format_address,
+    holders_note,
+    port_accepts,
+    port_holders,
+)
+from helpers.cluster.processes import (
+    RUN_MARKER,
+    ProcessGroup,
+    claimed_ports,
     free_port,
     free_ports,
-    port_accepts,
+    prune_log_folders,
     python_module_command,
 )
 
@@ -101,3 +116,208 @@ def test_missing_worker_program_and_bad_calls():
             group.kill("ghost")
     with pytest.raises(ValueError, match="number of ports"):
         free_ports(0)
+
+
+# -- never signal a stranger ---------------------------------------------------------------
+
+def _stranger() -> subprocess.Popen:
+    """A process group leader this test owns, outside any ProcessGroup: a stand-in for an
+    unrelated process that was given a reaped task's pid."""
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                            start_new_session=True)
+
+
+def test_stop_never_signals_a_reaped_task_whose_pid_was_reused(monkeypatch):
+    stranger = _stranger()
+    try:
+        with ProcessGroup("t") as group:
+            proc = group.start("quick", [sys.executable, "-c", "pass"])
+            group.wait(timeout=20)  # reaped: from now on its pid may be anyone's
+            assert proc.reaped
+            # pid reuse, forced: the kernel gave the reaped task's number to the stranger
+            monkeypatch.setattr(proc.popen, "pid", stranger.pid)
+            sent = []
+            real_killpg = os.killpg
+            monkeypatch.setattr(os, "killpg", lambda pid, sig: (sent.append(pid),
+                                                                real_killpg(pid, sig)))
+            group.start("other", [sys.executable, "-c", "import time; time.sleep(60)"])
+            group.kill("quick")  # nothing to kill: it ended long ago
+        assert stranger.poll() is None, "stop() killed an unrelated process"
+        assert stranger.pid not in sent
+        assert group.processes["other"].pid in sent  # the running task was ended
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_a_task_is_reaped_only_after_its_group_is_ended():
+    # The task starts a grandchild in its own process group, prints its pid and exits.
+    # Collecting the task's status must end the grandchild first (while the group's id
+    # is still ours), and never afterwards.
+    code = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', "
+            "'import time; time.sleep(60)']); print(p.pid, flush=True)")
+    with ProcessGroup("t") as group:
+        proc = group.start("parent", [sys.executable, "-c", code])
+        group.wait_for_log(proc, "\n", timeout=20)
+        grandchild = int(proc.log().split()[0])
+        deadline = time.monotonic() + 20
+        while not proc.has_exited() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not proc.reaped and psutil.pid_exists(grandchild)  # a zombie leader keeps its id
+        assert proc.returncode == 0  # collecting it ends its group first
+        assert _ends_within(grandchild, 5)
+
+
+def _ends_within(pid: int, seconds: float) -> bool:
+    """True once ``pid`` is gone or a zombie (a signal takes a moment to land)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+# -- how children are started ----------------------------------------------------------------
+
+def test_children_started_from_a_short_lived_thread_outlive_it():
+    # The parent-death signal follows the thread that forked: children must not be
+    # started from the caller's thread, or they die when it ends.
+    with ProcessGroup("t") as group:
+        started = []
+        worker = threading.Thread(target=lambda: started.append(
+            group.start("child", [sys.executable, "-c", "import time; time.sleep(60)"])))
+        worker.start()
+        worker.join()
+        time.sleep(0.5)  # a SIGKILL from the ended thread would have landed by now
+        assert started[0].alive
+        assert group.exit_codes() == {"child": None}
+    assert group.exit_codes()["child"] is not None
+
+
+def test_children_die_with_the_process_that_started_them():
+    # The parent-death signal (Linux), set by the launcher instead of a preexec_fn.
+    program = textwrap.dedent("""
+        import os, sys, time
+        from helpers.cluster.processes import ProcessGroup
+        group = ProcessGroup("orphans")
+        proc = group.start("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"])
+        time.sleep(0.5)
+        print(proc.pid, flush=True)
+        os._exit(0)  # no clean-up at all: as if the kernel were killed
+    """)
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                            timeout=60)
+    child = int(result.stdout.split()[0])
+    assert _ends_within(child, 10)
+
+
+def test_processes_run_the_real_command_in_their_own_session():
+    with ProcessGroup("t") as group:
+        proc = group.start("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"])
+        deadline = time.monotonic() + 10
+        while "time.sleep" not in " ".join(psutil.Process(proc.pid).cmdline()):
+            assert time.monotonic() < deadline, "the launcher did not exec the command"
+            time.sleep(0.02)
+        assert os.getsid(proc.pid) == proc.pid and os.getpgid(proc.pid) == proc.pid
+        assert proc.args == [sys.executable, "-c", "import time; time.sleep(60)"]
+
+
+# -- who listens where -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0"])
+def test_listening_addresses_name_the_process_and_the_address(host):
+    port = free_port()
+    code = LISTEN.format(port=port).replace("'127.0.0.1'", repr(host))
+    with ProcessGroup("t") as group:
+        proc = group.start("server", [sys.executable, "-c", code])
+        group.wait_for_port(proc, port, timeout=20)
+        assert proc.listening() == [(host, port)]
+        assert format_address(host, port) == f"{host}:{port}"
+    assert proc.listening() == []
+    assert format_address("::", 80) == "[::]:80"
+
+
+def test_a_stranger_on_the_port_is_not_readiness():
+    port = free_port()
+    with socket.socket() as squatter, ProcessGroup("t") as group:
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        proc = group.start("late", [sys.executable, "-c", "import time; time.sleep(1)"])
+        with pytest.raises(RuntimeError, match="exited with code 0 before listening"):
+            group.wait_for_port(proc, port, timeout=20)  # something answers, but not it
+        assert port_holders(port) == [(os.getpid(), port_holders(port)[0][1])]
+        assert f"held by pid {os.getpid()} " in holders_note(port)
+        assert holders_note(port, exclude_pids=[os.getpid()]) == ""
+
+
+# -- ports two clusters of one process might share ----------------------------------------------
+
+def test_a_port_claimed_by_a_running_group_is_refused_and_never_picked(monkeypatch):
+    with ProcessGroup("first") as first, ProcessGroup("second") as second:
+        first.start("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"])
+        first.claim_ports([40001, 40002], "the first")
+        second.claim_ports([40003], "the second")  # no overlap: fine
+        with pytest.raises(ValueError, match=r"port 40002 is already used by another cluster "
+                                             r"of this process \(first, still running: sleeper\)"):
+            second.claim_ports([40002], "the second cluster")
+        assert claimed_ports() >= {40001, 40002}
+        picks = iter([40001, 40002, 40005])
+        monkeypatch.setattr(socket.socket, "getsockname", lambda self: ("127.0.0.1", next(picks)))
+        assert free_ports(1) == [40005]
+    second.claim_ports([40002], "the second")  # the first has stopped: released
+
+
+# -- log folders ------------------------------------------------------------------------------
+
+def _run_folder(root, name, state, created, pid=999_999_999):
+    folder = root / name
+    folder.mkdir()
+    (folder / RUN_MARKER).write_text(json.dumps({"pid": pid, "state": state,
+                                                 "created": created}))
+    return folder
+
+
+def test_log_folders_keep_the_last_runs_and_failed_ones(tmp_path):
+    ok = [_run_folder(tmp_path, f"tf-cluster-ok{i}", "ok", 100 + i) for i in range(8)]
+    failed = [_run_folder(tmp_path, f"tf-cluster-bad{i}", "failed", 50 + i) for i in range(4)]
+    crashed = _run_folder(tmp_path, "tf-cluster-crashed", "running", 10)  # its process died
+    live = _run_folder(tmp_path, "tf-cluster-live", "running", 1, pid=os.getpid() + 0)
+    other_live = _run_folder(tmp_path, "tf-cluster-other", "ok", 0, pid=os.getppid())
+    (tmp_path / "not-ours").mkdir()
+    removed = prune_log_folders(tmp_path, keep_last=3, keep_failed=2)
+    kept = {p.name for p in tmp_path.iterdir()}
+    assert {p.name for p in ok[-3:]} <= kept  # the three newest runs
+    assert {p.name for p in failed[-2:]} <= kept  # the two newest failures beyond them
+    assert set(removed) == {*ok[:-3], *failed[:-2], crashed, live}
+    assert other_live.name in kept and "not-ours" in kept  # a running process's, and not ours
+
+
+def test_a_group_marks_its_folder_with_how_the_run_ended(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with ProcessGroup("good") as good:
+        good.start("ok", [sys.executable, "-c", "pass"])
+        good.wait(timeout=20)
+    with ProcessGroup("bad") as bad:
+        bad.start("crash", [sys.executable, "-c", "raise SystemExit(3)"])
+        with pytest.raises(RuntimeError):
+            bad.wait(timeout=20)
+    states = {g.name: json.loads((g.log_dir / RUN_MARKER).read_text())["state"]
+              for g in (good, bad)}
+    assert states == {"good": "ok", "bad": "failed"}
+    assert good.log_dir.parent == tmp_path
+    with ProcessGroup("given", log_dir=tmp_path / "mine") as given:
+        assert not (given.log_dir / RUN_MARKER).exists()  # a folder the caller chose is left alone
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), "10"])
+def test_waits_need_a_positive_timeout(timeout):
+    with ProcessGroup("t") as group:
+        proc = group.start("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"])
+        with pytest.raises(ValueError, match=r"timeout \(seconds\) must be a number > 0"):
+            group.wait(timeout=timeout)
+        with pytest.raises(ValueError, match=r"timeout \(seconds\) must be a number > 0"):
+            group.wait_for_log(proc, "x", timeout=timeout)

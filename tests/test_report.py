@@ -76,13 +76,13 @@ def test_report_has_machine_runs_headlines_sections_and_figures(results, tmp_pat
     assert "| cpu | Test CPU |" in text and "| tensorflow | 2.21.0 |" in text
     assert "| [04_matpow](04_matpow.ipynb) | ok | 12.3 |  |" in text
     assert "| 05_mirrored | failed | 3.0 | 05 failed at In [3]: boom |" in text
-    # the explicit headline dict, then the picked rates paired with what was varied
+    # the explicit headline dict only; a file without one is named, nothing is guessed
     assert "| 04_matpow | speed-up, 2 devices | 1.84 |" in text
     assert "| 04_matpow | GFLOP/s, 1 device | 123.5 |" in text
-    paired = "1: 2.5, 2: 8.25, 4: 30 (by replica_counts)"
-    assert f"| 05_mirrored | seconds_per_epoch | {paired} |" in text
-    assert "| 05_mirrored | final_accuracy | 0.875 |" in text
-    assert "| 04_matpow | sizes.n |" not in text  # only headline entries for a file that has them
+    assert "| 04_matpow | sizes.n |" not in text
+    summary = text.split("## Headline measurements")[1].split("## 04_matpow")[0]
+    assert "05_mirrored |" not in summary
+    assert "No headline saved by: 05_mirrored" in text
     # sections: nested keys flattened, timings summarised, records as a table, escaping
     assert "## 04_matpow" in text and "## 05_mirrored" in text
     assert "| sizes.side | 1000 |" in text
@@ -125,11 +125,14 @@ def test_records_table_cuts_long_lists():
     assert "(5 more rows in the JSON file)" in text
 
 
-def test_headlines_without_headline_dict_pick_rates_only(tmp_path):
-    write_result(tmp_path, "03_copies", {"peak_gbps": 11.5, "sizes_mb": [1, 16],
-                                         "copy_gbps": [1.5, 9.0], "repeat": 5})
-    (file,), _ = load_result_files(tmp_path)
-    assert headlines(file) == [("peak_gbps", "11.5"), ("copy_gbps", "1: 1.5, 16: 9 (by sizes_mb)")]
+def test_headlines_are_the_saved_headline_in_its_order_and_nothing_else(tmp_path):
+    write_result(tmp_path, "03_copies", {"peak_gbps": 11.5, "copy_gbps": [1.5, 9.0],
+                                         "headline": {"copy GB/s, 64 MiB": 9.0,
+                                                      "sizes, MiB": [1, 64]}})
+    write_result(tmp_path, "05_fit", {"speedup": 1.9, "seconds_per_epoch": [2.0, 1.0]})
+    first, second = load_result_files(tmp_path)[0]
+    assert headlines(first) == [("copy GB/s, 64 MiB", "9"), ("sizes, MiB", "1, 64")]
+    assert headlines(second) == []
 
 
 def test_missing_results_folder_is_a_clear_error(tmp_path):

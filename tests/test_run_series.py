@@ -90,7 +90,8 @@ def test_series_runs_with_the_profile_and_stops_at_the_first_real_error(tmp_path
             "assert profile == 'laptop' and os.environ['SERIES_PROFILE'] == 'laptop'\n"
             "assert pathlib.Path.cwd().name == 'notebooks'\n"
             "record = {'name': '01_ok', 'machine': {'profile': profile},\n"
-            "          'results': {'speedup': [1.0, 1.5], 'workers': [1, 2]}}\n"
+            "          'results': {'speedup': [1.0, 1.5], 'workers': [1, 2],\n"
+            "                      'headline': {'speed-up, 2 workers': 1.5}}}\n"
             "folder = pathlib.Path(os.environ['SERIES_RESULTS_DIR'])\n"
             "(folder / '01_ok.json').write_text(json.dumps(record))")
     write_notebook(folder / "01_ok.ipynb", save, "raise ValueError('expected')", "done = True",
@@ -115,4 +116,4 @@ def test_series_runs_with_the_profile_and_stops_at_the_first_real_error(tmp_path
     assert "| [01_ok](01_ok.ipynb) | ok |" in report
     assert "| [02_broken](02_broken.ipynb) | failed |" in report
     assert "| 03_later | not run | - |  |" in report
-    assert "| 01_ok | speedup | 1: 1, 2: 1.5 (by workers) |" in report
+    assert "| 01_ok | speed-up, 2 workers | 1.5 |" in report

@@ -17,12 +17,11 @@ def test_floats_and_missing_values_are_formatted():
     assert str(table).splitlines()[-1] == "0.3333  -"
 
 
-def test_column_records_html_and_markdown():
+def test_column_records_and_html():
     table = Table(["a", "b"], [[1, "<x>"]])
     assert table.column("b") == ["<x>"]
     assert table.records() == [{"a": 1, "b": "<x>"}]
     assert "&lt;x&gt;" in table._repr_html_()
-    assert table.to_markdown().splitlines()[0] == "| a | b |"
 
 
 def test_row_of_wrong_length_is_rejected():

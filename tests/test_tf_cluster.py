@@ -10,13 +10,15 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 import sys
 import textwrap
 import time
 
 import pytest
 
-from helpers.cluster.processes import describe_exit, leftover_processes, port_bindable
+from helpers.cluster.ports import port_bindable
+from helpers.cluster.processes import describe_exit, leftover_processes
 from helpers.cluster.tf_cluster import (
     LocalTFCluster,
     cluster_spec,
@@ -39,6 +41,8 @@ FAKE_WORKER = textwrap.dedent("""
         sys.exit(3)
     if mode == "hang":
         time.sleep(60)
+    if mode == "late" and task["index"] == int(os.environ.get("FAKE_WHO", "0")):
+        time.sleep(float(os.environ["FAKE_DELAY"]))  # like TensorFlow's import, before listening
     server = socket.socket()
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     server.bind((host, int(port)))
@@ -52,6 +56,16 @@ FAKE_WORKER = textwrap.dedent("""
     while True:
         connection, _ = server.accept()
         connection.close()
+""")
+
+
+SQUATTER = textwrap.dedent("""
+    import socket, time
+    s = socket.socket()
+    time.sleep(0.3)  # after start() has checked the port
+    s.bind(("127.0.0.1", {port}))
+    s.listen()
+    time.sleep(60)
 """)
 
 
@@ -216,6 +230,59 @@ def test_port_already_taken_is_reported_and_nothing_starts(fake_module):
         assert cluster.group.processes == {}
 
 
+def test_a_port_squatted_while_the_task_starts_fails_naming_the_task(fake_module):
+    # A stranger takes worker-1's port after start() checked it and before worker-1
+    # listens (TensorFlow's import takes seconds): start() must not call that "ready".
+    module, env = fake_module
+    cluster = LocalTFCluster(module, workers=2, env={**env, "FAKE_MODE": "late",
+                                                      "FAKE_WHO": "1", "FAKE_DELAY": "2"})
+    port = cluster.port("worker-1")
+    squatter = subprocess.Popen([sys.executable, "-c", SQUATTER.format(port=port)],
+                                stdout=subprocess.PIPE, text=True)
+    try:
+        with cluster, pytest.raises(RuntimeError) as info:
+            cluster.start()
+        message = str(info.value)
+        assert message.startswith("worker-1 (") and "exit 1 (failed) before its server" in message
+        assert f"its port {port} is held by another process (held by pid {squatter.pid} " in message
+        assert "Address already in use" in message  # the task's own log says why it died
+        assert cluster.alive() == []
+    finally:
+        squatter.kill()
+        squatter.wait()
+
+
+def test_a_stranger_on_the_port_of_a_task_that_never_listens_is_named_at_the_timeout(
+        fake_module):
+    module, env = fake_module
+    cluster = LocalTFCluster(module, workers=1, env={**env, "FAKE_MODE": "hang"},
+                             ready_timeout=2.0)
+    squatter = subprocess.Popen([sys.executable, "-c",
+                                 SQUATTER.format(port=cluster.port("worker-0"))])
+    try:
+        with cluster, pytest.raises(TimeoutError, match=(
+                r"worker-0 not listening after 2 s \(ready_timeout\); its port \d+ is held by "
+                rf"another process \(held by pid {squatter.pid} ")):
+            cluster.start()
+        assert cluster.alive() == []
+    finally:
+        squatter.kill()
+        squatter.wait()
+
+
+def test_two_clusters_of_one_process_on_the_same_ports_are_refused(fake_module):
+    module, env = fake_module
+    first = LocalTFCluster(module, workers=1, env=env)
+    second = LocalTFCluster(module, workers=1, env=env)
+    second.cluster = dict(first.cluster)  # as if the port picker had handed out the same port
+    with first, second:
+        first.start()
+        with pytest.raises(ValueError, match=r"already used by another cluster of this process "
+                                             r"\(tf-cluster, still running: worker-0\)"):
+            second.start()
+        assert second.group.processes == {}
+
+
 def test_worker_crashing_at_start_stops_the_cluster(fake_module):
     module, env = fake_module
     cluster = LocalTFCluster(module, workers=2, ps=1,
@@ -269,6 +336,9 @@ def test_start_gives_each_task_its_tf_config_args_and_env(fake_module):
         assert "color ps0" in logs["ps-0"]
         assert cluster.exit_codes() == {t: None for t in cluster.task_names()}
         assert cluster.table().column("state") == ["running"] * 3
+        # where each task's own process listens, read from the kernel
+        assert cluster.table().column("listening on") == [cluster.address(t)
+                                                          for t in cluster.task_names()]
         pids = _pids(cluster)
         assert all(_alive(p) for p in pids)
     assert not any(_alive(p) for p in pids)
@@ -390,8 +460,31 @@ def test_tf_server_task_serves_until_stopped():
         cluster.start()
         cluster.wait_for_log("ps-0", "serving at grpc://", timeout=60)
         assert f"ps:0 serving at grpc://{cluster.address('ps-0')}" in cluster.logs()["ps-0"]
+        # TensorFlow listens on every address whatever TF_CONFIG says: the table shows it
+        listening_on = cluster.table().column("listening on")
+        for task, listening in zip(cluster.task_names(), listening_on, strict=True):
+            everywhere = {f"0.0.0.0:{cluster.port(task)} (every address)",
+                          f"[::]:{cluster.port(task)} (every address)"}
+            assert set(listening.split(", ")) & everywhere, listening
+            assert "127.0.0.1" not in listening
         pids = _pids(cluster)
     assert not any(_alive(p) for p in pids)
+    assert cluster.table().column("listening on") == ["", ""]
+
+
+def test_mwms_worker_whose_peer_never_comes_gives_up_naming_it():
+    flags = ["--steps", "2", "--connect-timeout", "3"]
+    with LocalTFCluster("helpers.workers.mwms_train", workers=2, ready_timeout=120,
+                        task_args=lambda *_: flags) as cluster:
+        cluster.start(["worker-0"])  # worker-1 is never started
+        began = time.monotonic()
+        with pytest.raises(RuntimeError, match="worker-0 failed with exit code -9"):
+            cluster.wait(["worker-0"], timeout=60)
+        assert time.monotonic() - began < 30
+        log = cluster.logs()["worker-0"]
+    assert (f"[worker-0] gave up after 3 s waiting for the other tasks of the cluster to "
+            f"connect; not answering: worker-1 at {cluster.address('worker-1')}") in log
+    assert "--connect-timeout" in log
 
 
 def test_tf_server_refuses_to_run_without_tf_config():

@@ -124,14 +124,17 @@ def test_mwms_worker_needs_tf_config(monkeypatch, capsys):
 
 @pytest.mark.parametrize("flag", ["--steps", "--batch-per-replica", "--checkpoint-every"])
 def test_mwms_worker_rejects_non_positive_counts(monkeypatch, capsys, flag):
-    monkeypatch.setenv("TF_CONFIG", "{}")
+    monkeypatch.setenv("TF_CONFIG", ONE_WORKER)
     with pytest.raises(SystemExit):
         mwms_train.parse_args([flag, "0"])
-    assert "must be >= 1" in capsys.readouterr().err
+    assert "must be an int >= 1" in capsys.readouterr().err
+
+
+ONE_WORKER = '{"cluster": {"worker": ["127.0.0.1:20000"]}, "task": {"type": "worker", "index": 0}}'
 
 
 def test_mwms_worker_accepts_its_defaults(monkeypatch):
-    monkeypatch.setenv("TF_CONFIG", "{}")
+    monkeypatch.setenv("TF_CONFIG", ONE_WORKER)
     args = mwms_train.parse_args(["--steps", "7", "--try-fit"])
     assert args.steps == 7 and args.try_fit and args.resolver == "tf_config"
 

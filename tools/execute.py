@@ -9,7 +9,7 @@ recipe, or the page lies about how it was made:
 * cells run top to bottom; a cell tagged ``raises-exception`` may fail, any other
   error stops and the file is left as it was;
 * nothing volatile is written: no execution timestamps (``record_timing=False``), no
-  Python patch version in the notebook's metadata.
+  Python patch version, none of the fields :mod:`tools.hygiene` checks for.
 
 ``python -m tools.execute notebooks/04_matpow_multi_device.ipynb`` (or ``make notebooks``
 for all of them). Use ``--output DIR`` to write executed copies elsewhere instead.
@@ -24,19 +24,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-KERNEL = "python3"
+from tools.hygiene import KERNELSPEC, strip_volatile
+
+KERNEL = KERNELSPEC["name"]
 PROFILE = "ci"
-KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": KERNEL}
-
-
-def strip_volatile(nb) -> None:  # noqa: ANN001  (an nbformat NotebookNode)
-    """Remove what changes from run to run without changing what a reader sees."""
-    for cell in nb.cells:
-        cell.get("metadata", {}).pop("execution", None)
-    nb.metadata["kernelspec"] = dict(KERNELSPEC)
-    info = nb.metadata.get("language_info")
-    if info is not None:
-        info.pop("version", None)
 
 
 def execute(source: Path, output: Path, timeout: float = 900.0) -> float:

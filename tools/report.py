@@ -8,11 +8,10 @@ for each list of records, its figures) under a summary of the machine, the profi
 long each notebook took and the headline measurements. Two reports, say from a laptop and
 from a cloud GPU instance, can then be read side by side.
 
-Headlines: a notebook may save a ``"headline"`` dict (``{"matpow speed-up, 2 devices":
-1.8}``); its entries go to the summary as they are. Without one, top-level values whose
-key names a rate or ratio (speed-up, GB/s, GFLOP/s, seconds per epoch, accuracy) are
-picked, and a list of them is paired with a sibling list of the same length whose key
-names what was varied (``replica_counts``, ``workers``, ``sizes`` ...).
+Headlines: each notebook saves a ``"headline"`` dict with the one to four numbers that
+summarise it (``{"matpow speed-up, 2 devices": 1.8}``); its entries go to the summary as
+they are. The notebook names what matters and in which unit, so nothing is guessed from
+key names; a results file without a headline is listed as such.
 
 ``python -m tools.report --results results --output build/REPORT.md`` rebuilds a report
 from results that are already there.
@@ -26,16 +25,14 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tools.markdown import table
+
 HEADLINE_KEY = "headline"
-_HEADLINE_WORDS = ("speedup", "speed_up", "gbps", "bandwidth", "gflops", "tflops",
-                   "seconds_per", "accuracy", "throughput", "efficiency")
-_AXIS_SUFFIXES = ("counts", "count", "workers", "replicas", "sizes", "sizes_mb", "sizes_kb",
-                  "sizes_bytes", "devices")
 _MAX_LIST = 16  # longer lists of numbers are summarised
 _MAX_ROWS = 30  # longer record tables are cut
 _MAX_INLINE = 80  # characters of compact JSON shown inline
@@ -121,10 +118,6 @@ def _is_timing(value: Any) -> bool:
     return isinstance(value, dict) and "median" in value and "samples" in value
 
 
-def _escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def _number(value: float | int) -> str:
     return str(value) if isinstance(value, int) else f"{value:.4g}"
 
@@ -142,8 +135,8 @@ def _timing(value: dict[str, Any]) -> str:
 
 
 def format_value(value: Any) -> str:
-    """One value as short markdown-safe text: numbers to 4 significant digits, long lists
-    summarised, timings as median and spread."""
+    """One value as short text: numbers to 4 significant digits, long lists summarised,
+    timings as median and spread (the table escapes it)."""
     if value is None or (isinstance(value, (list, dict)) and not value):
         return "-"
     if isinstance(value, bool):
@@ -151,7 +144,7 @@ def format_value(value: Any) -> str:
     if _is_number(value):
         return _number(value)
     if isinstance(value, str):
-        return _escape(value)
+        return value
     if _is_timing(value):
         return _timing(value)
     if isinstance(value, list) and all(_is_scalar(v) for v in value):
@@ -162,17 +155,10 @@ def format_value(value: Any) -> str:
             return ", ".join(format_value(v) for v in value)
     compact = json.dumps(value, separators=(",", ":"), default=str)
     if len(compact) <= _MAX_INLINE:
-        return _escape(compact)
+        return compact
     if isinstance(value, list):
         return f"list of {len(value)} items"
-    return f"{len(value)} fields" if isinstance(value, dict) else _escape(compact[:_MAX_INLINE])
-
-
-def _markdown_table(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(_escape(c) for c in columns) + " |",
-             "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
+    return f"{len(value)} fields" if isinstance(value, dict) else compact[:_MAX_INLINE]
 
 
 def _is_records(value: Any) -> bool:
@@ -206,7 +192,7 @@ def records_table(records: list[dict[str, Any]]) -> str:
         columns += [k for k in record if k not in columns]
     columns = [c for c in columns if any(r.get(c) is not None for r in records)]
     shown = records[:_MAX_ROWS]
-    text = _markdown_table(columns, ([format_value(r.get(c)) for c in columns] for r in shown))
+    text = table(columns, ([r.get(c) for c in columns] for r in shown), format_value)
     if len(records) > len(shown):
         text += f"\n\n({len(records) - len(shown)} more rows in the JSON file)"
     return text
@@ -215,43 +201,13 @@ def records_table(records: list[dict[str, Any]]) -> str:
 # ---------------------------------------------------------------- headlines
 
 
-def _headline_word(key: str) -> bool:
-    lowered = key.lower().replace("-", "_")
-    return any(word in lowered for word in _HEADLINE_WORDS)
-
-
-def _numbers(value: Any) -> bool:
-    return _is_number(value) or (
-        isinstance(value, list) and bool(value) and all(_is_number(v) for v in value))
-
-
-def _paired(key: str, values: list[float], results: dict[str, Any]) -> str:
-    for axis, xs in results.items():
-        if (axis != key and axis.lower().endswith(_AXIS_SUFFIXES) and isinstance(xs, list)
-                and len(xs) == len(values) and all(_is_scalar(x) for x in xs)):
-            pairs = ", ".join(f"{format_value(x)}: {format_value(y)}"
-                              for x, y in zip(xs, values, strict=True))
-            return f"{pairs} (by {axis})"
-    return format_value(values)
-
-
 def headlines(file: ResultFile) -> list[tuple[str, str]]:
-    """(measurement, value) pairs for the summary: the file's ``headline`` dict if it has
-    one, else its top-level rates and ratios."""
+    """(measurement, value) pairs for the summary: the entries of the file's ``headline``
+    dict, in the order the notebook wrote them; none if it saved no headline."""
     chosen = file.results.get(HEADLINE_KEY)
-    if isinstance(chosen, dict) and chosen:
-        return [(str(k), format_value(v)) for k, v in chosen.items()]
-    found = []
-    for key, value in file.results.items():
-        if not _headline_word(key):
-            continue
-        if _is_number(value):
-            found.append((key, format_value(value)))
-        elif _numbers(value):
-            found.append((key, _paired(key, value, file.results)))
-        elif _is_timing(value):
-            found.append((key, format_value(value)))
-    return found
+    if not isinstance(chosen, dict):
+        return []
+    return [(str(k), format_value(v)) for k, v in chosen.items()]
 
 
 # ---------------------------------------------------------------- the report
@@ -285,14 +241,14 @@ def _machine_rows(files: list[ResultFile], machine: dict[str, Any]) -> list[list
     rows = []
     for key, value in described.items():
         if isinstance(value, dict):
-            rows += [[_escape(str(k)), format_value(v)] for k, v in value.items()]
+            rows += [[str(k), format_value(v)] for k, v in value.items()]
         else:
-            rows.append([_escape(str(key)), format_value(value)])
+            rows.append([str(key), format_value(value)])
     identity = {k: described.get(k) for k in _MACHINE_FIELDS}
     others = sorted({f.name for f in files if f.machine
                      and {k: f.machine.get(k) for k in _MACHINE_FIELDS} != identity})
     if others and described:
-        rows.append(["note", _escape("results from another machine: " + ", ".join(others))])
+        rows.append(["note", "results from another machine: " + ", ".join(others)])
     return rows
 
 
@@ -309,10 +265,9 @@ def _section(file: ResultFile, report_dir: Path) -> str:
     if isinstance(file.results.get(HEADLINE_KEY), dict):
         rows = [(f"{HEADLINE_KEY}.{k}", v) for k, v in file.results[HEADLINE_KEY].items()] + rows
     if rows:
-        parts.append(_markdown_table(["key", "value"],
-                                     ([_escape(k), format_value(v)] for k, v in rows)))
+        parts.append(table(["key", "value"], ([k, format_value(v)] for k, v in rows)))
     for key, records in tables:
-        parts.append(f"**{_escape(key)}**\n\n{records_table(records)}")
+        parts.append(f"**{key}**\n\n{records_table(records)}")
     for png in file.figures:
         parts.append(f"![{png.stem}]({_place_figure(png, report_dir)})")
     return "\n\n".join(parts)
@@ -335,22 +290,26 @@ def render_report(
              f"Written {time.strftime('%Y-%m-%d %H:%M:%S %z')}; profile `{shown_profile}`."]
     machine_rows = _machine_rows(files, machine or {})
     if machine_rows:
-        parts.append("## Machine\n\n" + _markdown_table(["", ""], machine_rows))
+        parts.append("## Machine\n\n" + table(["", ""], machine_rows))
     if runs:
         total = sum(r.seconds or 0.0 for r in runs)
         run_rows = []
         for r in runs:
-            name = f"[{_escape(r.notebook)}]({r.executed})" if r.executed else _escape(r.notebook)
+            name = f"[{r.notebook}]({r.executed})" if r.executed else r.notebook
             seconds = "-" if r.seconds is None else f"{r.seconds:.1f}"
-            run_rows.append([name, r.status, seconds, _escape(r.error or "")])
+            run_rows.append([name, r.status, seconds, r.error or ""])
         parts.append("## Notebooks run\n\n"
-                     + _markdown_table(["notebook", "status", "seconds", "error"], run_rows)
+                     + table(["notebook", "status", "seconds", "error"], run_rows)
                      + f"\n\nTotal: {total:.1f} s.")
-    headline_rows = [[f.name, _escape(k), v] for f in files for k, v in headlines(f)]
+    headline_rows = [[f.name, k, v] for f in files for k, v in headlines(f)]
     if headline_rows:
         parts.append("## Headline measurements\n\n"
-                     + _markdown_table(["notebook", "measurement", "value"], headline_rows))
-    elif not files:
+                     + table(["notebook", "measurement", "value"], headline_rows))
+    without = [f.name for f in files if not headlines(f)]
+    if without:
+        parts.append(f"No headline saved by: {', '.join(without)} (their sections below "
+                     "show every value).")
+    if not files:
         parts.append("No results files were found.")
     parts += [_section(f, report_dir) for f in files]
     if orphan_figures:

@@ -7,6 +7,10 @@ both: which tasks are there and in what state, what did each print, wait for a l
 kill one on purpose, end them all. :class:`LocalCluster` answers those once, with one
 vocabulary, on top of :class:`helpers.cluster.processes.ProcessGroup`; the two
 framework classes add how to start their tasks.
+
+Security: neither framework authenticates the processes that connect to a task. Each
+table shows where every task really listens (``listening on``, read from the kernel),
+and :mod:`helpers.cluster.exposure` says who else could reach those addresses.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import re
 import signal
 from collections.abc import Iterable
 
+from helpers.checks import require_int, require_number
+from helpers.cluster.ports import format_address
 from helpers.cluster.processes import ManagedProcess, ProcessGroup, describe_exit
 from helpers.table import Table
 
@@ -58,6 +64,21 @@ class LocalCluster:
         """Tasks whose process is running now."""
         return [t for t in self.task_names() if self._alive(t)]
 
+    def listening_on(self, task: str) -> str:
+        """Where ``task``'s own process listens now, e.g. ``127.0.0.1:41234``.
+
+        Read from the kernel's socket tables (psutil), so it shows what the framework
+        really did. ``0.0.0.0`` (IPv4) and ``[::]`` (IPv6, and IPv4 too on most systems)
+        mean every address of this machine and are marked ``(every address)``, as for
+        every TensorFlow task. Empty when the task is not running.
+        """
+        self._check_task(task)
+        proc = self.group.processes.get(task)
+        if proc is None:
+            return ""
+        return ", ".join(format_address(ip, port) + (" (every address)" if ip in ("0.0.0.0", "::")
+                                                     else "") for ip, port in proc.listening())
+
     def pids(self) -> dict[str, int]:
         """Process id of every task started so far (the latest run of a restarted task)."""
         return {t: p.pid for t, p in self.group.processes.items()}
@@ -75,8 +96,8 @@ class LocalCluster:
         keeps what the program printed itself.
         """
         chosen = self._chosen(tasks)
-        if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 1):
-            raise ValueError(f"last must be an int >= 1 or None, not {last!r}")
+        if last is not None:
+            require_int("last (lines per task, or None)", last, 1)
         keep = re.compile(pattern) if pattern is not None else None
         for task in chosen:
             lines = self._log(task).splitlines()
@@ -98,6 +119,7 @@ class LocalCluster:
         Returns the seconds waited; RuntimeError if the task exits first, TimeoutError
         after ``timeout``, both with the end of its log.
         """
+        require_number("timeout (seconds)", timeout, above=0)
         proc = self._started(task)
         pattern = text if isinstance(text, re.Pattern) else re.compile(re.escape(text))
         what = f"printing {text!r}" if isinstance(text, str) else f"printing /{text.pattern}/"

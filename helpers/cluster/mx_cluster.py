@@ -20,27 +20,40 @@ and workers run the program being taught. MXNet's ``tools/launch.py`` (not in th
 wheel) does the same with ssh; :func:`shell_commands` prints what it would run.
 
 :class:`LocalMXCluster` is built on :class:`helpers.cluster.processes.ProcessGroup`: a free port
-picked at start, readiness checked (the scheduler's port accepting connections, then
-every worker's :data:`helpers.workers.mx_worker.READY` line, which MXNet lets it print only once
-the whole cluster has registered), a timeout on every wait, one log per process, and
-everything ended when the ``with`` block ends.
+picked at start (and never one another running cluster of this process uses), readiness
+checked (the scheduler listening, then every worker's
+:data:`helpers.workers.mx_worker.READY` line, which MXNet lets it print only once the
+whole cluster has registered), a timeout on every wait, every role watched while the
+job runs, one log per process, and everything ended when the ``with`` block ends.
+
+Security: ps-lite has no authentication, and MXNet's servers *unpickle* the commands
+workers send them (``kvstore_server.py``), so whoever can reach a server's port can run
+code as its user. Locally every process listens on ``DMLC_NODE_HOST`` = 127.0.0.1,
+which only this machine can reach. On several machines, run the cluster only on a
+private network, a VPN or SSH tunnels, with its ports open only between the peers.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import shlex
+import socket
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from helpers.checks import require_choice, require_int, require_number
 from helpers.cluster.base import LocalCluster
+from helpers.cluster.exposure import check_exposure, external_allowed
+from helpers.cluster.ports import check_host, ensure_port_free, holders_note, port_accepts
 from helpers.cluster.processes import (
+    LOCAL_TASKS_HINT,
+    MAX_LOCAL_TASKS,
     ProcessGroup,
-    ensure_port_free,
+    describe_exit,
     free_port,
-    port_accepts,
     python_module_command,
 )
 from helpers.table import Table
@@ -50,12 +63,14 @@ ROLES = ("scheduler", "server", "worker")
 SERVER_MODULE = "helpers.workers.mx_server"
 
 
-def _check_count(value: int, what: str) -> None:
+def _check_count(value: int, what: str, maximum: int | None = None) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(
             f"a ps-lite cluster needs at least one {what}: the number of {what}s must be "
             f"an int >= 1, not {value!r}"
         )
+    require_int(f"the number of {what}s", value, 1, maximum,
+                LOCAL_TASKS_HINT if maximum == MAX_LOCAL_TASKS else "")
 
 
 def dmlc_env(
@@ -102,6 +117,11 @@ def shell_commands(
     Run each line on the machine it names (ssh, a batch scheduler, or by hand), in any
     order: processes wait for the scheduler. Every machine needs the same environment
     and a copy of the worker program; the workers see their data shard through their rank.
+
+    Security: ps-lite has no authentication and MXNet's servers unpickle the commands
+    sent to them, so anyone who reaches these ports can run code on the machines. Run
+    the lines only on a private network, a VPN or SSH tunnels, with the ports open only
+    between these hosts (never on a public address).
     """
     if not server_hosts or not worker_hosts:
         raise ValueError("a ps-lite cluster needs at least one server host and one worker host")
@@ -139,14 +159,26 @@ class LocalMXCluster(LocalCluster):
         self, module: str, workers: int = 2, servers: int = 1, *, args: Sequence[str] = (),
         env: dict[str, str] | None = None, log_dir: str | Path | None = None,
         port: int | None = None, host: str = "127.0.0.1", ready_timeout: float = 90.0,
-        verbose: int = 1, threads: int | None = 1,
+        verbose: int = 1, threads: int | None = 1, allow_external: bool = False,
     ) -> None:
-        _check_count(workers, "worker")
-        _check_count(servers, "server")
-        if ready_timeout <= 0:
-            raise ValueError(f"ready_timeout must be > 0 seconds, not {ready_timeout!r}")
+        _check_count(workers, "worker", MAX_LOCAL_TASKS)
+        _check_count(servers, "server", MAX_LOCAL_TASKS)
+        require_number("ready_timeout (seconds)", ready_timeout, above=0)
+        require_choice("verbose (PS_VERBOSE)", verbose, (0, 1, 2))
         if threads is not None:
-            _check_count(threads, "thread")
+            _check_count(threads, "thread", 1024)
+        if isinstance(args, str) or not all(isinstance(a, str) for a in args):
+            raise ValueError(f"args is a list of str (command-line arguments), not {args!r}")
+        if env is not None and not (isinstance(env, dict) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
+            raise ValueError("env must be a dict of str -> str (environment variables)")
+        dmlc = sorted(k for k in env or {} if k.startswith("DMLC_"))
+        if dmlc:
+            raise ValueError(f"env sets {', '.join(dmlc)}, but the cluster sets the DMLC_* "
+                             "variables itself; pass workers=, servers=, port= or host= instead")
+        check_host(host)
+        external_allowed(allow_external)
+        self.allow_external = allow_external
         self.worker_command = python_module_command(module, *args)
         self.server_command = python_module_command(SERVER_MODULE)
         if port is not None:
@@ -184,33 +216,54 @@ class LocalMXCluster(LocalCluster):
                         node_host=self.host, verbose=self.verbose)
 
     def table(self) -> Table:
-        """One row per process: role, pid, program, state and log file."""
-        table = Table(["task", "DMLC_ROLE", "pid", "program", "state", "log"])
+        """One row per process: role, pid, program, state, where it listens and its log file.
+
+        ``listening on`` is read from the kernel (psutil): the scheduler on the cluster's
+        port, servers and workers on ports ps-lite picks, all on ``host``.
+        """
+        table = Table(["task", "DMLC_ROLE", "pid", "program", "state", "listening on", "log"])
         for name in self.task_names():
             proc = self.group.processes.get(name)
             program = SERVER_MODULE if self.role_of(name) != "worker" else self.module
             table.append([name, self.role_of(name), proc.pid if proc else None, program,
-                          self.state(name), proc.log_path.name if proc else None])
+                          self.state(name), self.listening_on(name),
+                          proc.log_path.name if proc else None])
         return table
 
     # -- life cycle ------------------------------------------------------------------
     def start(self, wait_for_workers: bool = True) -> float:
         """Start every process; return seconds until the cluster has formed.
 
-        Ready means the scheduler accepts connections and (with ``wait_for_workers``)
-        every worker has printed :data:`~helpers.workers.mx_worker.READY`, i.e. MXNet has
-        registered all servers and workers. A process that exits first raises
-        RuntimeError with the end of its log; ``ready_timeout`` raises TimeoutError.
+        Ready means the scheduler's own process listens on the port and (with
+        ``wait_for_workers``) every worker has printed
+        :data:`~helpers.workers.mx_worker.READY`, i.e. MXNet has registered all servers
+        and workers. A process that exits first raises RuntimeError with the end of its
+        log; ``ready_timeout`` raises TimeoutError. Either way every process is ended.
+        A port already used by another running cluster of this process is refused.
         """
         if self.group.processes:
             raise RuntimeError("this cluster was started already; make a new LocalMXCluster")
+        if not _is_loopback(self.host):
+            check_exposure(self.allow_external, f"this LocalMXCluster (host {self.host})")
         if self.port is None:
             self.port = free_port(self.host)
+        self.group.claim_ports([self.port], "this LocalMXCluster")
         ensure_port_free(self.port, self.host)
         begin = time.monotonic()
-        for name in self.task_names():
-            command = self.worker_command if self.role_of(name) == "worker" else self.server_command
-            self.group.start(name, command, {**self.extra_env, **self.env_for(name)})
+        try:
+            for name in self.task_names():
+                command = (self.worker_command if self.role_of(name) == "worker"
+                           else self.server_command)
+                self.group.start(name, command, {**self.extra_env, **self.env_for(name)})
+            self._wait_formed(wait_for_workers)
+        except BaseException:
+            self.group.mark_failed()
+            self.stop()
+            raise
+        self.ready_seconds = time.monotonic() - begin
+        return self.ready_seconds
+
+    def _wait_formed(self, wait_for_workers: bool) -> None:
         scheduler = self.group.processes["scheduler"]
         workers = [p for n, p in self.group.processes.items() if self.role_of(n) == "worker"]
 
@@ -220,12 +273,11 @@ class LocalMXCluster(LocalCluster):
                 # (scheduler included) by the time this is checked; wait() reports how.
                 return True
             self._raise_if_any_exited(ignore_ready=True)
-            return not wait_for_workers and port_accepts(self.port, self.host)
+            return not wait_for_workers and port_accepts(self.port, self.host) and (
+                self.port in {p for _, p in scheduler.listening()})
 
         what = "the cluster formed (every worker ready)" if wait_for_workers else "listening"
         self.group.wait_until(scheduler, formed, self.ready_timeout, what)
-        self.ready_seconds = time.monotonic() - begin
-        return self.ready_seconds
 
     def _raise_if_any_exited(self, ignore_ready: bool) -> None:
         """While forming, any exit is fatal: the others would wait for it forever."""
@@ -234,37 +286,70 @@ class LocalMXCluster(LocalCluster):
                 continue
             if ignore_ready and self.role_of(name) == "worker" and READY in proc.log():
                 continue  # a very short program may finish before the others are checked
+            note = ""
+            if name == "scheduler":
+                holders = holders_note(self.port, self.group.family_pids())
+                if holders:
+                    note = (f" Its port {self.port} is taken{holders}: another cluster on the "
+                            "same port? Stop it, or leave port=None to get a free one.")
             raise RuntimeError(
-                f"{name} ({self.role_of(name)}) exited with code {proc.returncode} before the "
-                f"cluster formed; the other processes would wait for it forever. "
-                f"End of its log ({proc.log_path}):\n{proc.log_tail()}"
+                f"{name} ({self.role_of(name)}) {describe_exit(proc.returncode)} before the "
+                f"cluster formed; the other processes would wait for it forever, so every "
+                f"process of the cluster was ended.{note} "
+                f"End of its log ({proc.log_path.name}):\n{proc.log_tail()}"
             )
 
     def wait(self, tasks: list[str] | None = None, timeout: float = 120.0) -> dict[str, int]:
         """Wait for ``tasks`` to exit; by default the whole job: the workers, then the
         servers and the scheduler (which end once every worker has finished).
 
-        Raises RuntimeError at once when a worker fails (the others block in the next
-        barrier or push), TimeoutError naming the laggards after ``timeout`` seconds.
+        Every process of the cluster is watched, whichever ``tasks`` are waited for. A
+        worker that fails, or a server or the scheduler that ends while workers still
+        run, raises RuntimeError at once naming it; since the others would block in the
+        next barrier, push or pull forever, every process is then ended (``stop()``), and
+        the message says so. TimeoutError names the laggards after ``timeout`` seconds
+        (and leaves the processes to the ``with`` block).
         """
+        timeout = require_number("timeout (seconds)", timeout, above=0)
         if not self.group.processes:
             raise RuntimeError("nothing to wait for: call start() first")
         chosen = self._chosen(tasks)
-        begin = time.monotonic()
-        worker_names = [n for n in chosen if self.role_of(n) == "worker"]
-        try:
-            self.group.wait(worker_names, timeout)
-        except RuntimeError as err:
-            raise RuntimeError(
-                f"{err}\n(the other processes are still waiting for it; stop() or the "
-                "end of the `with` block ends them)"
-            ) from None
-        except TimeoutError as err:
-            raise TimeoutError(f"{err}{self._traceback_hint(worker_names)}") from None
-        rest = [n for n in chosen if self.role_of(n) != "worker"]
-        left = max(5.0, timeout - (time.monotonic() - begin))
-        self.group.wait(rest, left)
-        return {n: int(c) for n, c in self.exit_codes().items() if n in chosen and c is not None}
+        deadline = time.monotonic() + timeout
+        names = self.task_names()
+        support = [n for n in names if self.role_of(n) != "worker"]
+        workers = [n for n in names if self.role_of(n) == "worker"]
+        while True:
+            # Servers and the scheduler first, so that a worker seen running afterwards
+            # really was running when that server was seen ended.
+            support_codes = {n: self.group.processes[n].returncode for n in support}
+            worker_codes = {n: self.group.processes[n].returncode for n in workers}
+            for name, code in worker_codes.items():
+                if code not in (None, 0):
+                    self._fail(name, code, "")
+            still = [n for n, c in worker_codes.items() if c is None]
+            for name, code in support_codes.items():
+                if code not in (None, 0):  # killed or crashed (an exit 0 follows the workers)
+                    during = f" while {', '.join(still)} still ran" if still else ""
+                    self._fail(name, code, during)
+            codes = {**support_codes, **worker_codes}
+            if all(codes[n] is not None for n in chosen):
+                return {n: int(codes[n]) for n in chosen}
+            if time.monotonic() > deadline:
+                running = [n for n in chosen if codes[n] is None]
+                raise TimeoutError(f"still running after {timeout:g} s: {', '.join(running)}"
+                                   f"{self._traceback_hint(workers)}")
+            time.sleep(0.05)
+
+    def _fail(self, name: str, code: int, during: str) -> None:
+        proc = self.group.processes[name]
+        tail = proc.log_tail()
+        self.group.mark_failed()
+        self.stop()
+        raise RuntimeError(
+            f"{name} ({self.role_of(name)}) {describe_exit(code)}{during}. The other "
+            "processes could only wait for it forever, so every process of the cluster has "
+            f"been ended (stop()). End of its log ({proc.log_path.name}):\n{tail}"
+        )
 
     def _traceback_hint(self, names: list[str]) -> str:
         """A worker that raised but could not exit (see helpers.workers.mx_worker.connect)."""
@@ -277,6 +362,7 @@ class LocalMXCluster(LocalCluster):
 
     def run(self, timeout: float = 120.0) -> dict[str, int]:
         """``start()`` then ``wait(timeout)``: the whole life of a short job."""
+        require_number("timeout (seconds)", timeout, above=0)
         self.start()
         return self.wait(timeout=timeout)
 
@@ -300,6 +386,13 @@ class LocalMXCluster(LocalCluster):
         return sorted(records, key=lambda r: (r.get("rank", -1), r["task"]))
 
 
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(socket.gethostbyname(host)).is_loopback
+    except (OSError, ValueError):
+        return False
+
+
 TRAIN_MODULE = "helpers.workers.mx_train"
 
 
@@ -311,6 +404,7 @@ def train_on_cluster(
     Returns the finished cluster (its ``results()``, ``logs()`` and ``show_logs()`` stay
     readable) after checking that no process is left running.
     """
+    require_number("timeout (seconds)", timeout, above=0)
     cluster = LocalMXCluster(TRAIN_MODULE, workers=workers, servers=servers, args=args, **kwargs)
     with cluster:
         cluster.start()

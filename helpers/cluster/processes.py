@@ -3,78 +3,107 @@
 Every multi-process lesson (TensorFlow workers and parameter servers, MXNet's scheduler,
 servers and workers) needs the same discipline, so it lives here once:
 
-* ports are picked free at run time, never hard-coded;
+* ports are picked free at run time, never hard-coded, and never one that another
+  running cluster of this process uses (hosts, ports and listeners: :mod:`.ports`);
 * each process runs in its own process group with its output in a log file, so the
   notebook can show each task's log and nothing is lost if the process crashes;
-* readiness is *checked* (a port accepting connections, a line in the log) with a
-  timeout, never assumed after a fixed ``sleep``;
+* readiness is *checked* (the task's own process listening on its port, a line in the
+  log) with a timeout, never assumed after a fixed ``sleep``;
 * every wait has a timeout, and a process that dies while we wait is reported at once
   with the end of its log;
 * :class:`ProcessGroup` ends everything it started when its ``with`` block ends, on
   success, error, timeout or ``KeyboardInterrupt`` (Jupyter's interrupt), at interpreter
   exit, and, through Linux's parent-death signal, even if the notebook kernel is killed.
+
+Two rules keep the clean-up from ever hitting a stranger. A signal goes to a process
+group only while its leader is our own child that has not been *reaped* (collected with
+``wait``): until then its id cannot be given to another process. Once a pid has been
+reaped it may be reused within seconds (pid_max can be 32768 and a TensorFlow process
+uses about a hundred thread ids), so nothing is sent to it again. And because a reap
+ends that guarantee, every reap is preceded by a SIGKILL to the leader's group, which
+ends anything the task left behind in it.
+
+Children are started from one long-lived launcher thread, never from the caller's
+thread: Linux delivers the parent-death signal when the *thread* that forked the child
+ends, so a child started from a short-lived thread (a timer, a thread pool) would be
+killed as soon as that thread finished. See :mod:`helpers.cluster._launch` for why the
+parent-death signal is set by a tiny launcher program rather than a ``preexec_fn``.
+
+Log folders: a group that makes its own folder under the temporary directory marks it
+with :data:`RUN_MARKER`; when a new group starts, the folders of processes that have
+ended are pruned by :func:`prune_log_folders` (the last few runs are kept, and the
+logs of failed runs for longer, for diagnosis).
 """
 
 from __future__ import annotations
 
 import atexit
-import ctypes
+import concurrent.futures
 import importlib.util
+import json
+import math
 import os
+import queue
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers.checks import require_int
+from helpers.checks import require_int, require_number
+from helpers.cluster.ports import check_port, listening_addresses, port_accepts
 
 _LIVE_GROUPS: weakref.WeakSet[ProcessGroup] = weakref.WeakSet()
-_PR_SET_PDEATHSIG = 1
+
+#: The most processes of one kind a local cluster may start: every task runs on this
+#: machine (a TensorFlow task takes about half a GiB), so more is a typo, not a lesson.
+MAX_LOCAL_TASKS = 64
+LOCAL_TASKS_HINT = ("a local cluster runs every task on this machine; for more, run the worker "
+                    "programs on several machines")
+#: The most ports :func:`free_ports` hands out at once.
+MAX_PORTS = 1024
+#: Folder prefixes and marker file of the log folders groups make for themselves.
+RUN_MARKER = "cluster-run.json"
+#: Retention of those folders: the newest runs of any outcome, and failed runs beyond them.
+KEEP_LAST_RUNS = 5
+KEEP_FAILED_RUNS = 10
+
+_LAUNCHER = Path(__file__).with_name("_launch.py")
+
+
+# -- ports of this process's clusters ----------------------------------------------------
+
+def claimed_ports() -> set[int]:
+    """Ports held by clusters of this process whose processes still run."""
+    return {p for g in list(_LIVE_GROUPS) if g.running() for p in g.claimed}
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
+    """A TCP port nobody listens on right now and no running cluster of ours uses."""
+    return free_ports(1, host)[0]
 
 
 def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
-    """``n`` distinct free ports."""
-    require_int("the number of ports", n, 1)
+    """``n`` distinct free ports (the OS picks them), sorted."""
+    require_int("the number of ports", n, 1, MAX_PORTS)
+    taken = claimed_ports()
     ports: set[int] = set()
-    while len(ports) < n:
-        ports.add(free_port(host))
-    return sorted(ports)
-
-
-def port_accepts(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bool:
-    """True when something accepts TCP connections on ``host:port``."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def ensure_port_free(port: int, host: str = "127.0.0.1") -> None:
-    """Raise ValueError, saying what to do, if ``port`` is taken or not a valid port."""
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
-        raise ValueError(f"a port is an int between 1 and 65535, not {port!r}")
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind((host, port))
-        except OSError:
-            raise ValueError(
-                f"port {port} on {host} is already in use; pick another (helpers.cluster.processes."
-                "free_port() finds one) or end the process holding it"
-            ) from None
+    for _ in range(20 * n + 20):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((host, 0))
+            port = sock.getsockname()[1]
+        if port not in taken:
+            ports.add(port)
+        if len(ports) == n:
+            return sorted(ports)
+    raise RuntimeError(f"could not find {n} free ports on {host}; end some servers and retry")
 
 
 def python_module_command(module: str, *args: str) -> list[str]:
@@ -94,18 +123,63 @@ def _find(module: str) -> object | None:
         return None
 
 
-def _child_setup() -> None:
-    """In the child: own process group, and die with the parent (Linux only)."""
-    os.setsid()
-    try:
-        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
+# -- starting processes -----------------------------------------------------------------
+
+class _LauncherThread:
+    """One long-lived thread that starts every child process of this process.
+
+    The parent-death signal follows the thread that forked (see the module docstring);
+    this thread lives as long as the process, so children die with the process and not
+    with whichever thread asked for them.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._owner = 0
+
+    def submit(self, args: list[str], **kwargs: object) -> concurrent.futures.Future:
+        """Ask the thread to ``subprocess.Popen(args, **kwargs)``; the future holds the Popen."""
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive() or self._owner != os.getpid():
+                self._jobs = queue.SimpleQueue()  # after a fork, the old thread is gone
+                self._thread = threading.Thread(target=self._serve, args=(self._jobs,),
+                                                name="cluster-launcher", daemon=True)
+                self._thread.start()
+                self._owner = os.getpid()
+            future: concurrent.futures.Future = concurrent.futures.Future()
+            self._jobs.put((future, args, kwargs))
+        return future
+
+    @staticmethod
+    def _serve(jobs: queue.SimpleQueue) -> None:
+        while True:
+            future, args, kwargs = jobs.get()
+            try:
+                future.set_result(subprocess.Popen(args, **kwargs))
+            except BaseException as error:  # noqa: BLE001  (handed to the caller)
+                future.set_exception(error)
+
+
+_LAUNCHER_THREAD = _LauncherThread()
+
+
+def _launch_command(args: list[str]) -> list[str]:
+    """The command that runs ``args`` with the parent-death signal set (Linux), else ``args``."""
+    if not sys.platform.startswith("linux"):
+        return list(args)
+    return [sys.executable, "-I", "-S", str(_LAUNCHER), str(os.getpid()), *args]
 
 
 @dataclass
 class ManagedProcess:
-    """One process of a group: its command, log file and exit status."""
+    """One process of a group: its command, log file and exit status.
+
+    Its exit status is collected (the process *reaped*) only by :meth:`_reap_if_exited`,
+    after a SIGKILL to its process group, so that nothing the task left behind outlives
+    it and no signal is ever sent to a pid that might belong to someone else.
+    """
 
     name: str
     args: list[str]
@@ -118,11 +192,53 @@ class ManagedProcess:
 
     @property
     def returncode(self) -> int | None:
-        return self.popen.poll()
+        return self._reap_if_exited()
 
     @property
     def alive(self) -> bool:
-        return self.popen.poll() is None
+        return self._reap_if_exited() is None
+
+    @property
+    def reaped(self) -> bool:
+        """True once the exit status was collected: from then on the pid is not ours."""
+        return self.popen.returncode is not None
+
+    def signal_group(self, sig: int) -> bool:
+        """Send ``sig`` to the process group, only while its leader is our unreaped child."""
+        if self.reaped:
+            return False
+        try:
+            os.killpg(self.popen.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    def has_exited(self) -> bool:
+        """True when the process has ended, without collecting its status (Linux: waitid)."""
+        if self.reaped:
+            return True
+        if not hasattr(os, "waitid"):
+            return self.popen.poll() is not None
+        try:
+            info = os.waitid(os.P_PID, self.popen.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:  # collected behind our back: let Popen record that
+            self.popen.poll()
+            return True
+        return info is not None
+
+    def _reap_if_exited(self) -> int | None:
+        if self.reaped:
+            return self.popen.returncode
+        if not self.has_exited():
+            return None
+        self.signal_group(signal.SIGKILL)  # whatever it left in its group; its id is still ours
+        return self.popen.wait()
+
+    def listening(self) -> list[tuple[str, int]]:
+        """``(ip, port)`` this process (and its children) listen on; empty once it ended."""
+        if self.has_exited():
+            return []
+        return listening_addresses(self.pid)
 
     def log(self) -> str:
         """Everything the process printed so far (stdout and stderr together)."""
@@ -135,15 +251,29 @@ class ManagedProcess:
         return "\n".join(self.log().splitlines()[-lines:])
 
 
+def _check_timeout(value: object) -> float:
+    return require_number("timeout (seconds)", value, above=0)
+
+
 class ProcessGroup:
     """Processes started together and ended together. Use it as a context manager."""
 
     def __init__(self, name: str = "cluster", log_dir: Path | str | None = None) -> None:
         self.name = name
-        self.log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix=f"{name}-"))
-        self.log_dir.mkdir(parents=True, exist_ok=True)
         self.processes: dict[str, ManagedProcess] = {}
         self.teardown_seconds: float | None = None
+        self.failed = False
+        self.claimed: set[int] = set()
+        self._marker: Path | None = None
+        if log_dir:
+            self.log_dir = Path(log_dir)
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+        else:
+            root = Path(tempfile.gettempdir())
+            prune_log_folders(root)
+            self.log_dir = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=root))
+            self._marker = self.log_dir / RUN_MARKER
+            self._write_marker("running")
         _LIVE_GROUPS.add(self)
 
     def __enter__(self) -> ProcessGroup:
@@ -152,10 +282,72 @@ class ProcessGroup:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    # -- bookkeeping ------------------------------------------------------------------
+    def _write_marker(self, state: str) -> None:
+        if self._marker is None:
+            return
+        record = {"pid": os.getpid(), "state": state, "created": time.time()}
+        try:
+            if self._marker.exists():
+                record["created"] = json.loads(self._marker.read_text()).get("created",
+                                                                             record["created"])
+            self._marker.write_text(json.dumps(record))
+        except (OSError, ValueError):
+            pass
+
+    def mark_failed(self) -> None:
+        """Keep this run's logs for diagnosis (see :func:`prune_log_folders`)."""
+        self.failed = True
+        self._write_marker("failed")
+
+    def running(self) -> list[str]:
+        """Names of the processes that have not ended."""
+        return [n for n, p in self.processes.items() if not p.has_exited()]
+
+    def family_pids(self) -> set[int]:
+        """Pids of the running processes of this group and of their children."""
+        import psutil  # noqa: PLC0415
+
+        pids = set()
+        for proc in self.processes.values():
+            if proc.has_exited():
+                continue
+            pids.add(proc.pid)
+            try:
+                pids |= {c.pid for c in psutil.Process(proc.pid).children(recursive=True)}
+            except psutil.NoSuchProcess:
+                pass
+        return pids
+
+    def claim_ports(self, ports: Iterable[int], what: str) -> None:
+        """Hold ``ports`` for this group; ValueError if a running group of ours holds one.
+
+        Two clusters of one notebook given the same port would otherwise both pass the
+        free-port check (neither listens yet) and then register with each other.
+        """
+        wanted = {check_port(p) for p in ports}
+        for other in list(_LIVE_GROUPS):
+            if other is self:
+                continue
+            shared = sorted(wanted & other.claimed)
+            running = other.running() if shared else []
+            if running:
+                raise ValueError(
+                    f"port {shared[0]} is already used by another cluster of this process "
+                    f"({other.name}, still running: {', '.join(running)}); stop() that cluster "
+                    f"(or leave its with block) first, or give {what} another port"
+                )
+        self.claimed = wanted
+
+    # -- running ----------------------------------------------------------------------
     def start(
         self, name: str, args: list[str], env: dict[str, str] | None = None
     ) -> ManagedProcess:
-        """Start ``args`` as process ``name`` with ``env`` added to this process's environment."""
+        """Start ``args`` as process ``name`` with ``env`` added to this process's environment.
+
+        The process gets its own session and process group (``start_new_session``), its
+        output goes to ``<log_dir>/<name>.log``, and on Linux it dies with this process.
+        """
         if name in self.processes and self.processes[name].alive:
             raise ValueError(f"a process called {name!r} is already running in {self.name!r}")
         if not args:
@@ -163,12 +355,21 @@ class ProcessGroup:
         log_path = self.log_dir / f"{name}.log"
         full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         with open(log_path, "wb") as log:
-            popen = subprocess.Popen(
-                args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env=full_env, preexec_fn=_child_setup, close_fds=True,
-            )
+            future = _LAUNCHER_THREAD.submit(
+                _launch_command(list(args)), stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, env=full_env, close_fds=True, start_new_session=True)
+            interrupt: KeyboardInterrupt | None = None
+            while True:  # an interrupt now must not lose a process that is being started
+                try:
+                    popen = future.result()
+                    break
+                except KeyboardInterrupt as error:
+                    interrupt = error
         proc = ManagedProcess(name, list(args), log_path, popen)
         self.processes[name] = proc
+        self._write_marker("failed" if self.failed else "running")
+        if interrupt is not None:
+            raise interrupt
         return proc
 
     def wait_until(
@@ -179,24 +380,33 @@ class ProcessGroup:
         Raises RuntimeError if ``proc`` exits first and TimeoutError after ``timeout``,
         both with the end of its log.
         """
+        timeout = _check_timeout(timeout)
         start = time.monotonic()
         while True:
             if condition():
                 return time.monotonic() - start
             if not proc.alive:
+                self.mark_failed()
                 raise RuntimeError(
                     f"{proc.name} exited with code {proc.returncode} before {what}; "
                     f"end of its log:\n{proc.log_tail()}"
                 )
             if time.monotonic() - start > timeout:
+                self.mark_failed()
                 raise TimeoutError(
-                    f"{proc.name} did not reach '{what}' within {timeout:.0f} s; "
+                    f"{proc.name} did not reach '{what}' within {timeout:g} s; "
                     f"end of its log:\n{proc.log_tail()}"
                 )
             time.sleep(0.05)
 
     def wait_for_port(self, proc: ManagedProcess, port: int, timeout: float = 60.0) -> float:
-        return self.wait_until(proc, lambda: port_accepts(port), timeout, f"listening on {port}")
+        """Wait until ``proc`` itself listens on ``port`` (not merely "something answers")."""
+        check_port(port)
+
+        def own_listener() -> bool:
+            return port_accepts(port) and port in {p for _, p in proc.listening()}
+
+        return self.wait_until(proc, own_listener, timeout, f"listening on {port}")
 
     def wait_for_log(self, proc: ManagedProcess, text: str, timeout: float = 60.0) -> float:
         return self.wait_until(proc, lambda: text in proc.log(), timeout, f"printing {text!r}")
@@ -207,6 +417,7 @@ class ProcessGroup:
         Stops early, with RuntimeError, when one of them fails (non-zero exit), since the
         others usually wait for it forever.
         """
+        timeout = _check_timeout(timeout)
         chosen = list(names) if names is not None else list(self.processes)
         unknown = [n for n in chosen if n not in self.processes]
         if unknown:
@@ -217,6 +428,7 @@ class ProcessGroup:
             failed = {n: c for n, c in codes.items() if c not in (None, 0)}
             if failed:
                 name = next(iter(failed))
+                self.mark_failed()
                 raise RuntimeError(
                     f"{name} failed with exit code {failed[name]}; end of its log:\n"
                     f"{self.processes[name].log_tail()}"
@@ -225,7 +437,7 @@ class ProcessGroup:
                 return {n: int(c) for n, c in codes.items()}
             if time.monotonic() > deadline:
                 running = [n for n, c in codes.items() if c is None]
-                raise TimeoutError(f"still running after {timeout:.0f} s: {', '.join(running)}")
+                raise TimeoutError(f"still running after {timeout:g} s: {', '.join(running)}")
             time.sleep(0.05)
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
@@ -233,12 +445,13 @@ class ProcessGroup:
         if name not in self.processes:
             raise ValueError(f"no process called {name!r}; started: {list(self.processes)}")
         proc = self.processes[name]
-        if proc.alive:
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                pass
-            proc.popen.wait(timeout=10)
+        if proc.signal_group(sig):
+            deadline = time.monotonic() + 10
+            while not proc.has_exited():
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{name} still runs 10 s after signal {sig}")
+                time.sleep(0.01)
+        proc.returncode  # noqa: B018  (collects the status, after ending its group)
 
     def exit_codes(self) -> dict[str, int | None]:
         return {n: p.returncode for n, p in self.processes.items()}
@@ -247,50 +460,90 @@ class ProcessGroup:
         return {n: p.log() for n, p in self.processes.items()}
 
     def stop(self, grace: float = 2.0) -> float:
-        """End every process: SIGTERM to each group, SIGKILL after ``grace`` s. Idempotent."""
+        """End every process: SIGTERM to each group, SIGKILL after ``grace`` s. Idempotent.
+
+        Only groups whose leader is still our unreaped child are signalled (see the
+        module docstring); processes that ended on their own with a non-zero code mark
+        the run as failed, so its logs are kept.
+        """
         start = time.monotonic()
-        alive = [p for p in self.processes.values() if p.alive]
-        for proc in alive:
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+        running = [p for p in self.processes.values() if not p.has_exited()]
+        ended = [p.returncode for p in self.processes.values() if p not in running]
+        if any(code != 0 for code in ended):  # ended on its own, and not well
+            self.failed = True
+        for proc in running:
+            proc.signal_group(signal.SIGTERM)
         deadline = start + grace
-        for proc in alive:
-            try:
-                proc.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
-        for proc in alive:
-            if proc.alive:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.popen.wait(timeout=10)
-        # Grandchildren in the same group (rare) are ended with their leader's group.
-        for proc in self.processes.values():
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        while any(not p.has_exited() for p in running) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for proc in running:
+            proc.signal_group(signal.SIGKILL)  # stragglers, and anything left in their groups
+        for proc in running:
+            proc.popen.wait(timeout=10)
+        self.claimed = set()
+        self._write_marker("failed" if self.failed else "ok")
         self.teardown_seconds = time.monotonic() - start
         return self.teardown_seconds
 
 
-def port_bindable(port: int, host: str = "127.0.0.1") -> bool:
-    """True when a server could listen on ``port`` now.
+# -- log folders ---------------------------------------------------------------------------
 
-    Binds with ``SO_REUSEADDR`` as gRPC does, so connections of a task that was just
-    killed (lingering in TIME_WAIT) do not count as "taken"; a live listener does.
-    """
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
+def _read_marker(folder: Path) -> dict | None:
+    try:
+        record = json.loads((folder / RUN_MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _pid_running(pid: object) -> bool:
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
     return True
+
+
+def prune_log_folders(root: Path | str, keep_last: int = KEEP_LAST_RUNS,
+                      keep_failed: int = KEEP_FAILED_RUNS) -> list[Path]:
+    """Remove old cluster log folders under ``root``; return the folders removed.
+
+    Only folders a :class:`ProcessGroup` made for itself (they hold :data:`RUN_MARKER`)
+    are considered, and never one whose process still runs (its notebook may still read
+    those logs). Of the others, newest first, the ``keep_last`` newest are kept whatever
+    their outcome, then the ``keep_failed`` newest failed runs (a run that failed, or
+    whose process died before it could say how it ended); the rest are removed.
+    """
+    require_int("keep_last", keep_last, 0)
+    require_int("keep_failed", keep_failed, 0)
+    live = {g.log_dir.resolve() for g in list(_LIVE_GROUPS)}
+    finished = []
+    for folder in Path(root).iterdir() if Path(root).is_dir() else []:
+        record = _read_marker(folder) if folder.is_dir() else None
+        if record is None or folder.resolve() in live:
+            continue
+        if record.get("pid") != os.getpid() and _pid_running(record.get("pid")):
+            continue
+        failed = record.get("state") != "ok"
+        created = record.get("created")
+        created = created if isinstance(created, (int, float)) and math.isfinite(created) else 0
+        finished.append((created, folder, failed))
+    finished.sort(key=lambda item: item[0], reverse=True)
+    removed = []
+    failed_kept = 0
+    for position, (_, folder, failed) in enumerate(finished):
+        if position < keep_last:
+            continue
+        if failed and failed_kept < keep_failed:
+            failed_kept += 1
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
 
 
 def leftover_processes() -> list[str]:

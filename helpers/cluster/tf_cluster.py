@@ -11,10 +11,16 @@ This module does the bookkeeping around that, on top of
 
 * :func:`cluster_spec` picks free ports at run time and lays out the jobs;
 * :func:`tf_config` writes the JSON one task reads;
-* :class:`LocalTFCluster` starts the tasks, waits until every task's gRPC port accepts
-  connections (never a fixed sleep), reports a task that crashes or hangs with the end
-  of its log, keeps each task's log (across restarts), kills a task on purpose for
+* :class:`LocalTFCluster` starts the tasks, waits until every task's own process listens
+  on its gRPC port (never a fixed sleep), reports a task that crashes or hangs with the
+  end of its log, keeps each task's log (across restarts), kills a task on purpose for
   fault-tolerance lessons, and ends every process when its ``with`` block ends.
+
+Security: a TensorFlow task listens on ``0.0.0.0:<port>`` whatever host ``TF_CONFIG``
+names, with no authentication, so whoever can reach the port can run code as the
+learner. :meth:`LocalTFCluster.start` therefore checks this machine's addresses first
+(:func:`helpers.cluster.exposure.check_exposure`): with a public address it refuses to
+start unless told ``allow_external=True`` (or ``SERIES_ALLOW_EXTERNAL=1``).
 """
 
 from __future__ import annotations
@@ -27,14 +33,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from helpers.checks import require_int
+from helpers.checks import require_int, require_number
 from helpers.cluster.base import LocalCluster
+from helpers.cluster.exposure import check_exposure, external_allowed
+from helpers.cluster.ports import (
+    check_host,
+    holders_note,
+    port_accepts,
+    port_bindable,
+    port_holders,
+)
 from helpers.cluster.processes import (
+    LOCAL_TASKS_HINT,
+    MAX_LOCAL_TASKS,
     ProcessGroup,
     describe_exit,
     free_ports,
-    port_accepts,
-    port_bindable,
     python_module_command,
 )
 from helpers.table import Table
@@ -48,9 +62,8 @@ TaskEnv = Callable[[str, int], dict[str, str]]
 _TASK_NAME = re.compile(r"^([a-z]+)-(\d+)$")
 
 
-def _check_count(value: Any, what: str) -> int:
-    require_int(f"the number of {what}", value, 0)
-    return value
+def _check_count(value: Any, what: str, maximum: int | None = None) -> int:
+    return require_int(f"the number of {what}", value, 0, maximum, LOCAL_TASKS_HINT)
 
 
 def cluster_spec(workers: int, ps: int = 0, chief: int = 0,
@@ -58,10 +71,11 @@ def cluster_spec(workers: int, ps: int = 0, chief: int = 0,
     """``{"chief": [...], "worker": [...], "ps": [...]}`` with a free port for every task.
 
     Jobs with no tasks are left out, as TensorFlow expects. Ports are picked when this
-    is called, so two clusters built one after the other do not collide.
+    is called, so two clusters built one after the other do not collide. Every task runs
+    on this machine, so a job has at most :data:`~helpers.cluster.processes.MAX_LOCAL_TASKS`.
     """
-    _check_count(workers, "workers")
-    _check_count(ps, "parameter servers")
+    _check_count(workers, "workers", MAX_LOCAL_TASKS)
+    _check_count(ps, "parameter servers", MAX_LOCAL_TASKS)
     _check_count(chief, "chiefs")
     if chief > 1:
         raise ValueError(f"a TensorFlow cluster has at most one chief, not {chief}")
@@ -70,8 +84,7 @@ def cluster_spec(workers: int, ps: int = 0, chief: int = 0,
             "a cluster needs at least one worker (or a chief) to run anything; "
             "ask for workers=1 or more"
         )
-    if not isinstance(host, str) or not host:
-        raise ValueError(f"host must be a host name or address, not {host!r}")
+    check_host(host)
     counts = {"chief": chief, "worker": workers, "ps": ps}
     ports = iter(free_ports(chief + workers + ps, host))
     return {job: [f"{host}:{next(ports)}" for _ in range(n)] for job, n in counts.items() if n}
@@ -148,18 +161,24 @@ class LocalTFCluster(LocalCluster):
     its own GPU). ``set_tf_config=False`` leaves ``TF_CONFIG`` out, for programs that
     take the cluster from flags only.
 
-    A task is *ready* when its port accepts connections: every TensorFlow task listens
-    there once its ``tf.distribute.Server`` (or strategy) has started. Ports are chosen
-    when the object is built, so :meth:`tf_config` can be shown before anything runs.
-    A task not in ``tasks`` of :meth:`start` (e.g. a chief played by the notebook itself)
-    keeps its address in the cluster but no process.
+    A task is *ready* when its own process listens on its port (checked with psutil, so
+    a stranger that took the port meanwhile does not count): every TensorFlow task
+    listens there once its ``tf.distribute.Server`` (or strategy) has started. Ports are
+    chosen when the object is built, so :meth:`tf_config` can be shown before anything
+    runs, and checked again by :meth:`start`. A task not in ``tasks`` of :meth:`start`
+    (e.g. a chief played by the notebook itself) keeps its address but no process.
+
+    TensorFlow tasks listen on every address of the machine, unauthenticated: on a
+    machine with a public address :meth:`start` refuses unless ``allow_external=True``
+    (see :mod:`helpers.cluster.exposure`).
     """
 
     def __init__(self, module: str, workers: int, ps: int = 0, chief: int = 0, *,
                  task_args: TaskArgs | None = None, env: dict[str, str] | None = None,
                  task_env: TaskEnv | None = None,
                  log_dir: str | Path | None = None, ready_timeout: float = 60.0,
-                 host: str = "127.0.0.1", set_tf_config: bool = True) -> None:
+                 host: str = "127.0.0.1", set_tf_config: bool = True,
+                 allow_external: bool = False) -> None:
         self.command = python_module_command(module)
         self.module = module
         if task_args is not None and not callable(task_args):
@@ -170,9 +189,9 @@ class LocalTFCluster(LocalCluster):
         if env is not None and not (isinstance(env, dict) and all(
                 isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
             raise ValueError("env must be a dict of str -> str (environment variables)")
-        if isinstance(ready_timeout, bool) or not isinstance(ready_timeout, (int, float)) \
-                or ready_timeout <= 0:
-            raise ValueError(f"ready_timeout must be seconds > 0, not {ready_timeout!r}")
+        require_number("ready_timeout (seconds)", ready_timeout, above=0)
+        external_allowed(allow_external)  # a bool, checked now rather than at start()
+        self.allow_external = allow_external
         self.cluster: dict[str, list[str]] = cluster_spec(workers, ps, chief, host)
         self.host = host
         self.task_args = task_args
@@ -211,12 +230,16 @@ class LocalTFCluster(LocalCluster):
         return [*self.command, *extra]
 
     def table(self) -> Table:
-        """One row per task: address, pid, state (running / exit code / signal)."""
-        table = Table(["task", "address", "pid", "state"])
+        """One row per task: address, pid, state, and where its process really listens.
+
+        ``listening on`` is read from the kernel (psutil): ``0.0.0.0:port`` and
+        ``[::]:port`` mean every address of the machine, as TensorFlow always does.
+        """
+        table = Table(["task", "address", "pid", "state", "listening on"])
         for task in self.task_names():
             proc = self.group.processes.get(task)
             table.append([task, self.address(task), proc.pid if proc else None,
-                          self.state(task)])
+                          self.state(task), self.listening_on(task)])
         return table
 
     def _job_index(self, task: str) -> tuple[str, int]:
@@ -225,18 +248,23 @@ class LocalTFCluster(LocalCluster):
 
     # -- running -------------------------------------------------------------------
     def start(self, tasks: list[str] | None = None) -> float:
-        """Start ``tasks`` (all by default) and wait until each one's port accepts.
+        """Start ``tasks`` (all by default) and wait until each one's process listens.
 
-        Returns the seconds until the last one was ready (per task in
-        ``ready_seconds``). If a task exits first (RuntimeError) or is not ready within
-        ``ready_timeout`` (TimeoutError), the whole cluster is stopped before raising,
-        with the end of that task's log in the message.
+        First the machine's exposure is checked (``check_exposure``: refused on a public
+        address unless ``allow_external``), and the ports again (free, and not used by
+        another running cluster of this process).
+        Returns the seconds until the last task was ready (per task in
+        ``ready_seconds``). If a task exits first (RuntimeError), is not ready within
+        ``ready_timeout`` (TimeoutError), or finds its port held by another process, the
+        whole cluster is stopped before raising, with the end of that task's log.
         """
         chosen = self._chosen(tasks)
         running = [t for t in chosen if self._alive(t)]
         if running:
             raise ValueError(f"{', '.join(running)} already running; use restart(task) "
                              "to start a task again")
+        check_exposure(self.allow_external, "this LocalTFCluster")
+        self.group.claim_ports([self.port(t) for t in self.task_names()], "this LocalTFCluster")
         taken = [t for t in chosen if not port_bindable(self.port(t), self.host)]
         if taken:
             raise ValueError(
@@ -251,6 +279,7 @@ class LocalTFCluster(LocalCluster):
                 self._launch(task, commands[task])
             self._wait_ready(chosen, began)
         except BaseException:
+            self.group.mark_failed()
             self.stop()
             raise
         return time.monotonic() - began
@@ -271,28 +300,54 @@ class LocalTFCluster(LocalCluster):
         self.group.start(task, command, env)
 
     def _wait_ready(self, tasks: list[str], began: float) -> None:
+        """Until every task's *own* process listens on its port; then no stranger may share it."""
         pending = list(tasks)
         while pending:
             for task in list(pending):
                 proc = self.group.processes[task]
-                if port_accepts(self.port(task), self.host):
+                port = self.port(task)
+                if port_accepts(port, self.host) and port in {p for _, p in proc.listening()}:
                     self.ready_seconds[task] = time.monotonic() - began
                     pending.remove(task)
                 elif not proc.alive:
                     raise RuntimeError(
                         f"{task} ({' '.join(proc.args[1:])}) {describe_exit(proc.returncode)} "
-                        f"before its server listened on {self.address(task)}; "
-                        f"end of its log:\n{proc.log_tail()}"
+                        f"before its server listened on {self.address(task)}"
+                        f"{self._squatter_note(task)}; end of its log:\n{proc.log_tail()}"
                     )
             if pending and time.monotonic() - began > self.ready_timeout:
                 tails = "\n".join(f"--- {t}:\n{self.group.processes[t].log_tail(10)}"
                                   for t in pending)
+                notes = "".join(self._squatter_note(t) for t in pending)
                 raise TimeoutError(
-                    f"{', '.join(pending)} not listening after {self.ready_timeout:.0f} s "
-                    f"(ready_timeout); end of their logs:\n{tails}"
+                    f"{', '.join(pending)} not listening after {self.ready_timeout:g} s "
+                    f"(ready_timeout){notes}; end of their logs:\n{tails}"
                 )
             if pending:
                 time.sleep(0.05)
+        self._refuse_shared_ports(tasks)
+
+    def _squatter_note(self, task: str) -> str:
+        """``; port P is held by another process (...)`` when a stranger answers on it."""
+        port = self.port(task)
+        if not port_accepts(port, self.host):
+            return ""
+        return (f"; its port {port} is held by another process"
+                f"{holders_note(port, self.group.family_pids())}, which answered in its place: end "
+                "that process, or build a new LocalTFCluster (it picks free ports)")
+
+    def _refuse_shared_ports(self, tasks: list[str]) -> None:
+        """A stranger listening on a task's port too (``SO_REUSEPORT``) would get its calls."""
+        own = self.group.family_pids()
+        for task in tasks:
+            strangers = [text for pid, text in port_holders(self.port(task))
+                         if pid is None or pid not in own]
+            if strangers:
+                raise RuntimeError(
+                    f"{task} listens on {self.address(task)}, but so does {', '.join(strangers)}"
+                    "; connections would be shared with it. End that process, or build a new "
+                    "LocalTFCluster (it picks free ports)"
+                )
 
     def wait(self, tasks: list[str] | None = None, timeout: float = 120.0) -> dict[str, int]:
         """Wait until ``tasks`` (all by default) exit; return their exit codes.
@@ -301,6 +356,7 @@ class LocalTFCluster(LocalCluster):
         wait for it forever), TimeoutError naming the ones still running. Neither stops
         the other tasks: the caller may restart them; leaving the ``with`` block ends them.
         """
+        require_number("timeout (seconds)", timeout, above=0)
         chosen = self._chosen(tasks)
         never = [t for t in chosen if t not in self.group.processes]
         if never:

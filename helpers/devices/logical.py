@@ -19,6 +19,9 @@ from helpers.devices.inventory import cpu_cores
 from helpers.frameworks import import_tensorflow
 
 _RESTART = "restart the kernel (Kernel > Restart) and run the notebook from the top"
+#: The most devices a lesson may ask for: logical devices share the same cores or GPU.
+MAX_LOGICAL_DEVICES = 64
+_TOO_MANY = "logical devices share the same hardware; a lesson needs a few"
 
 
 def _configure(device_type: str, physical: Any, configs: list[Any]) -> None:
@@ -44,7 +47,7 @@ def use_logical_cpus(n: int) -> list[str]:
     Calling again with the same ``n`` does nothing; a different ``n`` once the runtime
     has started raises RuntimeError (only a kernel restart can change it).
     """
-    require_int("the number of logical CPUs", n, 1)
+    require_int("the number of logical CPUs", n, 1, MAX_LOGICAL_DEVICES, _TOO_MANY)
     tf = import_tensorflow()
     cpu = tf.config.list_physical_devices("CPU")[0]
     _configure("CPU", cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(n)])
@@ -116,7 +119,7 @@ class DevicePlan:
 
 def plan_devices(needed: int, gpu_memory_mb: int = 1024) -> DevicePlan:
     """Configure ``needed`` devices (real GPUs, else virtual GPUs, else logical CPUs)."""
-    require_int("the number of devices a lesson needs", needed, 1)
+    require_int("the number of devices a lesson needs", needed, 1, MAX_LOGICAL_DEVICES, _TOO_MANY)
     tf = import_tensorflow()
     gpus = len(tf.config.list_physical_devices("GPU"))
     if gpus >= needed:

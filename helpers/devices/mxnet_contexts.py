@@ -9,31 +9,24 @@ than a lesson needs, the second context is a stand-in, and :class:`ContextPair` 
 
 MXNet counts GPUs itself (``mx.context.num_gpus()``), which is 0 with the CPU-only
 ``mxnet`` wheel even where TensorFlow sees GPUs; the pair follows what MXNet can use.
+
+Products on two CPU contexts at once need care: each context has its own engine thread,
+and when both call the OpenBLAS bundled with MXNet at the same moment, each with a team of
+several OpenMP threads, that OpenBLAS deadlocks (seen here with 2 threads per operator on
+2 cores, every time). :attr:`ContextPair.matmul` is therefore ``nd.dot`` except on such a
+pair, where it is the same product through oneDNN (``nd.FullyConnected``), which does not.
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from helpers.frameworks import import_mxnet, mxnet_import_settings
+from helpers.measure.blas import mxnet_omp_threads
+
 PURPOSES = ("compute", "transfer")
-
-#: Settings that give every MXNet CPU operator several OpenMP threads.
-_OMP_SETTINGS = ("OMP_NUM_THREADS", "MXNET_OMP_MAX_THREADS")
-
-
-def omp_threads_requested(environ: dict[str, str] | None = None) -> int | None:
-    """The OpenMP thread count the environment asks MXNet for, or None when unset."""
-    environ = dict(os.environ) if environ is None else environ
-    for key in _OMP_SETTINGS:
-        value = environ.get(key, "").split(",")[0].strip()
-        if value:
-            if not value.isdigit():
-                raise ValueError(f"{key}={environ[key]!r} is not a thread count; unset it")
-            return int(value)
-    return None
-
 
 @dataclass(frozen=True)
 class ContextPair:
@@ -43,6 +36,7 @@ class ContextPair:
     second: Any
     kind: str  # "two-gpus", "one-gpu" (both gpu(0)), "host-and-gpu" or "cpu-only"
     gpus: int
+    omp_threads: int = 1  # OpenMP threads MXNet gives one CPU operator in this process
 
     @property
     def contexts(self) -> list[Any]:
@@ -58,6 +52,26 @@ class ContextPair:
     def simulated(self) -> bool:
         """True unless the two contexts are two different physical devices."""
         return self.kind in ("one-gpu", "cpu-only")
+
+    @property
+    def blas_deadlock_risk(self) -> bool:
+        """True when ``nd.dot`` on both contexts at once could deadlock MXNet's OpenBLAS."""
+        both_cpu = self.first.device_type == "cpu" and self.second.device_type == "cpu"
+        return both_cpu and self.omp_threads > 1
+
+    @property
+    def matmul(self) -> Callable[[Any, Any], Any]:
+        """The matrix product to run on both contexts at the same time (see the module
+        docstring): ``nd.dot``, or oneDNN's product when ``nd.dot`` could deadlock."""
+        nd = import_mxnet().nd
+        if not self.blas_deadlock_risk:
+            return nd.dot
+
+        def onednn_dot(a: Any, b: Any) -> Any:
+            """``a @ b`` as a fully connected layer: ``FullyConnected(x, w) = x @ w.T``."""
+            return nd.FullyConnected(a, b.T, no_bias=True, num_hidden=b.shape[1])
+
+        return onednn_dot
 
     def describe(self) -> str:
         names = f"{self.first} and {self.second}"
@@ -78,26 +92,16 @@ def context_pair(mx: Any, purpose: str = "compute") -> ContextPair:
     ``compute``: gpu(0), gpu(1) with two GPUs; gpu(0) twice with one; cpu(0), cpu(1)
     without. ``transfer`` (copies between memories): gpu(0), gpu(1) with two GPUs;
     cpu(0), gpu(0) with one, the copy that matters most there; cpu(0), cpu(1) without.
-
-    Raises RuntimeError for ``compute`` on a CPU-only machine when the environment asks
-    for several OpenMP threads per operator (see the message: that combination hangs).
+    Run products on both at once with the pair's :attr:`~ContextPair.matmul`.
     """
     if purpose not in PURPOSES:
         raise ValueError(f"purpose must be one of {PURPOSES}, not {purpose!r}")
     gpus = mx.context.num_gpus()
+    threads = mxnet_omp_threads(mxnet_import_settings().get("read", {}))
     if gpus >= 2:
-        return ContextPair(mx.gpu(0), mx.gpu(1), "two-gpus", gpus)
+        return ContextPair(mx.gpu(0), mx.gpu(1), "two-gpus", gpus, threads)
     if gpus == 1 and purpose == "compute":
-        return ContextPair(mx.gpu(0), mx.gpu(0), "one-gpu", gpus)
+        return ContextPair(mx.gpu(0), mx.gpu(0), "one-gpu", gpus, threads)
     if gpus == 1:
-        return ContextPair(mx.cpu(0), mx.gpu(0), "host-and-gpu", gpus)
-    threads = omp_threads_requested()
-    if purpose == "compute" and threads is not None and threads > 1:
-        raise RuntimeError(
-            f"OMP_NUM_THREADS / MXNET_OMP_MAX_THREADS ask for {threads} threads per operator. "
-            "With that, matrix products running at the same time on cpu(0) and cpu(1) call "
-            "the OpenBLAS bundled with MXNet from two threads at once, each with its own "
-            "OpenMP team, and this was seen to hang for good. Unset both variables and "
-            "restart the kernel (MXNet then picks its own thread count)."
-        )
-    return ContextPair(mx.cpu(0), mx.cpu(1), "cpu-only", gpus)
+        return ContextPair(mx.cpu(0), mx.gpu(0), "host-and-gpu", gpus, threads)
+    return ContextPair(mx.cpu(0), mx.cpu(1), "cpu-only", gpus, threads)

@@ -38,16 +38,33 @@ def _short_names(devices: Sequence[str]) -> tuple[str, ...]:
     return names
 
 
+def _require_existing(tf: Any, names: Sequence[str], what: str) -> None:
+    """ValueError for a device this process does not have.
+
+    TensorFlow accepts a strategy over ``/GPU:7`` on a machine without it and soft-places
+    the ops elsewhere (the behaviour notebook 02 teaches), so its replica would not run
+    on the device it is reported on.
+    """
+    existing = {parse_device(d.name).short for d in tf.config.list_logical_devices()}
+    missing = [n for n in names if n not in existing]
+    if missing:
+        raise ValueError(
+            f"{what} {', '.join(missing)}, which this process does not have (its devices: "
+            f"{', '.join(sorted(existing))}); TensorFlow would place the work elsewhere. Use "
+            "devices that exist (list_devices(), or requirements_banner(n) to make them)")
+
+
 def new_mirrored_strategy(devices: Sequence[str]) -> Any:
     """``tf.distribute.MirroredStrategy(devices)`` with collective keys no other strategy uses.
 
     See the module docstring: without this, a second strategy over a different number of
-    devices in the same process aborts in its first all-reduce.
+    devices in the same process aborts in its first all-reduce. Every device must exist.
     """
     names = _short_names(devices)
     if not names:
         raise ValueError("a MirroredStrategy needs at least one device")
     tf = import_tensorflow()
+    _require_existing(tf, names, "a MirroredStrategy over")
     cls = tf.distribute.MirroredStrategy
     if isinstance(getattr(cls, "_collective_key_base", None), int):
         cls._collective_key_base += _KEY_RANGE
@@ -130,11 +147,15 @@ def replica_devices(strategy: Any) -> list[str]:
     """The short names of the devices a strategy's replicas run on.
 
     The default strategy has no device list of its own (it runs where TensorFlow places
-    ops), so it reports an empty list rather than TensorFlow's RuntimeError.
+    ops), so it reports an empty list rather than TensorFlow's RuntimeError. A strategy
+    built over a device this process does not have raises ValueError.
     """
     tf = import_tensorflow()
     if not isinstance(strategy, tf.distribute.Strategy):
         raise ValueError(f"expected a tf.distribute.Strategy, not {type(strategy).__name__}")
     if strategy is tf.distribute.get_strategy() and not tf.distribute.has_strategy():
         return []
-    return [parse_device(d).short for d in strategy.extended.worker_devices]
+    devices = [parse_device(d) for d in strategy.extended.worker_devices]
+    local = [d.short for d in devices if d.job in (None, "localhost")]
+    _require_existing(tf, local, f"this {type(strategy).__name__} has replicas on")
+    return [d.short for d in devices]

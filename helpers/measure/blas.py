@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from helpers.checks import require_int, require_positive_number
+from helpers.devices.inventory import cpu_cores
+from helpers.machine import cpu_flags
 from helpers.table import Table
 
 _TASKS = Path("/proc/self/task")
@@ -77,30 +79,49 @@ def kernels_of(table: Table, owner: str) -> str | None:
     return None
 
 
-def cpu_flags() -> set[str]:
-    """The instruction-set flags of this CPU (Linux ``/proc/cpuinfo``; empty elsewhere)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return set()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            return set(line.split(":", 1)[1].split())
-    return set()
-
-
 def suggested_coretype(flags: set[str] | None = None) -> str | None:
-    """An OpenBLAS kernel set this CPU can run for sure, or None when unsure.
+    """The best OpenBLAS kernel set this CPU's instruction sets allow, or None when unsure.
 
-    ``Haswell`` (AVX2 + FMA) runs on every x86 CPU made since 2013; OpenBLAS 0.3.13
-    does not use AVX-512 kernels on CPUs it does not recognise anyway.
+    Asked for a set it was not built with, OpenBLAS takes the best one it has below it:
+    MXNet's OpenBLAS 0.3.13 answers ``SkylakeX`` with its ``Haswell`` kernels (AVX2 +
+    FMA), which every x86 CPU made since 2013 runs. Never a set the CPU cannot run, so
+    the answer is safe to force on this machine.
     """
     flags = cpu_flags() if flags is None else flags
+    if "avx512f" in flags:
+        return "SkylakeX"
     if {"avx2", "fma"} <= flags:
         return "Haswell"
     if "avx" in flags:
         return "Sandybridge"
     return None
+
+
+def physical_cores() -> int:
+    """Cores this process may use, counting each physical core once (no hyper-threads)."""
+    import psutil  # noqa: PLC0415
+
+    usable = cpu_cores()
+    physical = psutil.cpu_count(logical=False) or usable
+    logical = psutil.cpu_count(logical=True) or usable
+    return max(1, min(usable, round(usable * physical / logical)))
+
+
+def mxnet_omp_threads(environ: Mapping[str, str] | None = None) -> int:
+    """OpenMP threads MXNet gives one CPU operator, from the settings it reads at import.
+
+    ``MXNET_OMP_MAX_THREADS`` or ``OMP_NUM_THREADS`` when set; otherwise MXNet's own rule
+    on x86, half of the processors (it assumes two hyper-threads per core).
+    """
+    env = os.environ if environ is None else environ
+    for key in ("MXNET_OMP_MAX_THREADS", "OMP_NUM_THREADS"):
+        value = env.get(key, "").split(",")[0].strip()
+        if value:
+            if not value.isdigit() or int(value) < 1:
+                raise ValueError(f"{key}={env[key]!r} is not a thread count; unset it or give "
+                                 "a whole number >= 1")
+            return int(value)
+    return max(1, cpu_cores() // 2)
 
 
 def _thread_ticks() -> dict[str, int] | None:
@@ -177,7 +198,8 @@ def probe_mxnet_dot(env: Mapping[str, str] | None = None, size: int = 512, repea
     ``{"OPENBLAS_CORETYPE": "Haswell"}`` that only take effect before MXNet is imported.
     Such a setting reaches every OpenBLAS in the child, NumPy's too (``kernels_numpy``
     says which set NumPy got), so compare MXNet with MXNet across probes rather than
-    with NumPy. Only one MXNet context is used: settings that give several threads to
+    with NumPy. ``import_mxnet`` adds no settings of its own in the probe, so ``{}`` is
+    MXNet as installed. Only one MXNet context is used: settings that give several threads to
     each of several concurrently running contexts are not probed here.
     """
     require_int("size", size, 1)
@@ -190,6 +212,7 @@ def probe_mxnet_dot(env: Mapping[str, str] | None = None, size: int = 512, repea
     for key in MXNET_THREAD_SETTINGS:  # start from the defaults, plus what was asked for
         if key not in extra:
             child_env.pop(key, None)
+    child_env["SERIES_MXNET_TUNING"] = "0"  # exactly these settings, not import_mxnet's own
     command = [sys.executable, "-m", "helpers.measure.blas", str(size), str(repeat)]
     try:
         done = subprocess.run(command, env=child_env, capture_output=True, text=True,

@@ -40,6 +40,14 @@ FLOAT32_RTOL = 1e-3
 #: product, compounding over the chain.
 TF32_RTOL = 2e-2
 
+#: The largest ``n`` :func:`matpow` accepts: it recurses once per product, and float32
+#: entries of a 64 x 64 product already overflow near n = 26 (the seed uses 10).
+MAX_N = 200
+
+#: Host matrices a matpow lesson holds at once: A and B, each chain's latest products,
+#: their sum, and the results kept for checking.
+HOST_MATRICES = 8
+
 
 def matpow(M: Any, n: int, matmul: Callable[[Any, Any], Any]) -> Any:
     """The seed's recursion: ``matmul(M, matpow(M, n - 1))``, and ``M`` when ``n < 1``.
@@ -48,12 +56,39 @@ def matpow(M: Any, n: int, matmul: Callable[[Any, Any], Any]) -> Any:
     product, e.g. ``tf.matmul`` or ``mx.nd.dot``; the products run wherever that
     framework places them (inside ``tf.device(...)``, or on the arrays' MXNet context).
     """
-    require_int("n", n, 0)
+    require_int("n", n, 0, MAX_N, "matpow recurses once per product")
+    shape = tuple(getattr(M, "shape", ()))
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise ValueError(f"M must be a square matrix (a power needs M @ M), not shape {shape}")
     if not callable(matmul):
         raise ValueError(f"matmul must be a function such as tf.matmul or nd.dot, not {matmul!r}")
     if n < 1:
         return M
     return matmul(M, matpow(M, n - 1, matmul))
+
+
+def require_fits_in_memory(size: int, matrices: int = HOST_MATRICES, bytes_per_entry: int = 4,
+                           available: int | None = None) -> int:
+    """Bytes ``matrices`` float32 ``size x size`` matrices take; ValueError if more than free.
+
+    Called before allocating, so a size too large for this machine is refused with the
+    numbers instead of a MemoryError, or the machine swapping, minutes later.
+    ``available`` defaults to the memory free now (psutil).
+    """
+    require_int("the matrix size", size, 1)
+    require_int("matrices", matrices, 1)
+    need = matrices * size * size * bytes_per_entry
+    if available is None:
+        import psutil  # noqa: PLC0415
+
+        available = psutil.virtual_memory().available
+    if need > available:
+        largest = math.isqrt(available // (matrices * bytes_per_entry))
+        raise ValueError(
+            f"{matrices} matrices of {size} x {size} take {need / 2**30:.1f} GiB but this "
+            f"machine has {available / 2**30:.1f} GiB free; use a size of at most {largest}"
+        )
+    return need
 
 
 def true_power(n: int) -> int:

@@ -13,7 +13,13 @@ On two real machines (each with this repository installed) run, on machine A:
         python -m helpers.workers.mwms_train --steps 100 --checkpoint-dir /shared/ckpt
 
 and the same on machine B with ``"index": 1``. The checkpoint directory must be one both
-can read (a shared file system or a bucket) for a restart to resume.
+can read (a shared file system or a bucket) for a restart to resume. If a peer has not
+connected within ``--connect-timeout`` seconds, the worker gives up and says which.
+
+Security: each worker's gRPC server listens on every address of its machine
+(``0.0.0.0:<port>``) with no authentication, so anyone who can reach the port can run
+code as you. Run it only on a private network, a VPN or SSH tunnels, with the ports
+open only between the workers.
 """
 
 from __future__ import annotations
@@ -39,7 +45,9 @@ from helpers.training import (
     training_arrays,
     weights_checksum,
 )
-from helpers.workers.resolvers import RESOLVERS, cluster_resolver
+from helpers.workers.flags import check_flags, check_writable_dir
+from helpers.workers.peer_deadline import deadline_for_peers
+from helpers.workers.resolvers import RESOLVERS, cluster_resolver, read_tf_config, resolver_problem
 
 #: Exit code of a worker that lost a peer (EX_TEMPFAIL: "try again", i.e. restart).
 EXIT_PEER_LOST = 75
@@ -63,14 +71,33 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "when workers share one GPU")
     parser.add_argument("--try-fit", action="store_true",
                         help="first try Keras model.fit under the strategy and report the result")
+    parser.add_argument("--connect-timeout", type=float, default=120.0,
+                        help="seconds to wait for every task of the cluster to connect")
     parser.add_argument("--resolver", choices=RESOLVERS, default="tf_config")
     args = parser.parse_args(argv)
-    for name in ("steps", "batch_per_replica", "examples", "checkpoint_every"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be >= 1")
-    if args.resolver == "tf_config" and not os.environ.get("TF_CONFIG"):
-        parser.error("TF_CONFIG is not set: this program needs to know its cluster and task")
+    check_flags(parser, args,
+                ints={"steps": (1, None), "batch_per_replica": (1, 1 << 16),
+                      "examples": (1, None), "checkpoint_every": (1, None), "seed": (0, None)},
+                numbers={"learning_rate": {"above": 0}, "timeout": {"above": 0},
+                         "connect_timeout": {"above": 0}})
+    problem = resolver_problem(args.resolver)
+    if problem:
+        parser.error(problem)
+    check_writable_dir(parser, "checkpoint_dir", args.checkpoint_dir)
+    check_writable_dir(parser, "out_dir", args.out_dir)
     return args
+
+
+def peers_of_this_task() -> tuple[str, list[str]]:
+    """``("worker-0", ["worker-1=host:port", ...])`` from TF_CONFIG; other resolvers: no names."""
+    text = os.environ.get("TF_CONFIG")
+    if not text:
+        return "this task", []
+    config = read_tf_config(text, resolve_own_host=False)
+    me = (config["task"]["type"], config["task"]["index"])
+    peers = [f"{job}-{i}={address}" for job, addresses in config["cluster"].items()
+             for i, address in enumerate(addresses) if (job, i) != me]
+    return f"{me[0]}-{me[1]}", peers
 
 
 def make_strategy(tf: Any, resolver: Any, timeout: float, collective: str = "auto") -> Any:
@@ -118,7 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     peer_lost = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError,
                  tf.errors.AbortedError, tf.errors.CancelledError)
     resolver = cluster_resolver(args.resolver)
-    strategy, collective = make_strategy(tf, resolver, args.timeout, args.collective)
+    who, peers = peers_of_this_task() if args.resolver == "tf_config" else ("this task", [])
+    with deadline_for_peers(args.connect_timeout, who, peers):  # the strategy waits for all
+        strategy, collective = make_strategy(tf, resolver, args.timeout, args.collective)
     task_type, task_id = strategy.cluster_resolver.task_type, strategy.cluster_resolver.task_id
     name = f"{task_type}-{task_id}"
     is_chief = task_type == "chief" or (task_type == "worker" and task_id == 0

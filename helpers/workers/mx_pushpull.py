@@ -4,26 +4,56 @@ Each worker pushes ``rank + 1`` (times the round number) into one key and pulls 
 the servers sum the pushes of all workers, so every worker pulls the same sum. With
 ``--sizes-kb`` it then times push + pull round trips for each message size.
 Start it through :class:`helpers.cluster.mx_cluster.LocalMXCluster`.
+
+Security: ps-lite authenticates nobody, and the servers this program pushes to unpickle
+what they receive. Keep the cluster on 127.0.0.1 or, across machines, on a private
+network, a VPN or SSH tunnels (:func:`helpers.cluster.mx_cluster.shell_commands`).
 """
 
+import argparse
+import math
+from collections.abc import Mapping
+
 from helpers.frameworks import import_mxnet
+from helpers.workers.flags import check_flags
+from helpers.workers.mx_worker import (
+    DIST_KINDS,
+    connect,
+    dmlc_env_problem,
+    report,
+    say,
+    time_push_pull,
+)
 
-mx = import_mxnet()
-
-import argparse  # noqa: E402
-
-from helpers.workers.mx_worker import connect, report, say, time_push_pull  # noqa: E402
+#: The largest array pushed (elements): 1 GiB of float32.
+MAX_ELEMENTS = 1 << 28
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None,
+               environ: Mapping[str, str] | None = None) -> argparse.Namespace:
+    """The flags and the ``DMLC_*`` environment, checked before MXNet is imported."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--kvstore", default="dist_sync")
+    parser.add_argument("--kvstore", default="dist_sync", choices=DIST_KINDS)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--shape", type=int, nargs=2, default=(2, 3))
     parser.add_argument("--sizes-kb", type=int, nargs="*", default=[])
     parser.add_argument("--repeat", type=int, default=10)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    check_flags(parser, args, ints={"rounds": (1, 10_000), "shape": (1, MAX_ELEMENTS),
+                                    "sizes_kb": (1, 4 * MAX_ELEMENTS // 1024),
+                                    "repeat": (1, 10_000)})
+    if math.prod(args.shape) > MAX_ELEMENTS:
+        parser.error(f"--shape {args.shape[0]} {args.shape[1]} has more than {MAX_ELEMENTS} "
+                     "elements (1 GiB of float32); push a smaller array")
+    problem = dmlc_env_problem(environ)
+    if problem:
+        parser.error(problem)
+    return args
 
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    mx = import_mxnet()
     kv = connect(args.kvstore)
     shape = tuple(args.shape)
     kv.init("weights", mx.nd.zeros(shape))

@@ -19,23 +19,41 @@ device) and communication (``trainer.step``: push gradients, servers update, pul
 weights). Optional extras: ``--compute-batches`` times forward + backward alone for
 several batch sizes, ``--sizes-kb`` times push + pull round trips. One ``RESULT`` line
 carries everything back. Start it through :class:`helpers.cluster.mx_cluster.LocalMXCluster`.
+
+Security: the kvstore this program trains through has no authentication, and its
+servers unpickle the commands they receive: run it on 127.0.0.1 or, across machines,
+only on a private network, a VPN or SSH tunnels, with the ports open only between the
+cluster's hosts.
 """
 
+import argparse
+import os
+import statistics
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from helpers.data import load_digits
 from helpers.frameworks import import_mxnet
+from helpers.workers.flags import check_flags
+from helpers.workers.mx_worker import (
+    connect,
+    digest,
+    dmlc_env_problem,
+    report,
+    say,
+    time_push_pull,
+)
 
-mx = import_mxnet()
-
-import argparse  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-from helpers.data import load_digits  # noqa: E402
-from helpers.workers.mx_worker import connect, digest, report, say, time_push_pull  # noqa: E402
+mx: Any = None  # MXNet, imported by main() once the flags and environment are checked
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None,
+               environ: Mapping[str, str] | None = None) -> argparse.Namespace:
+    """The flags and the ``DMLC_*`` environment, checked before MXNet is imported."""
+    env = os.environ if environ is None else environ
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--kvstore", default="dist_sync", choices=["dist_sync", "dist_async"])
     parser.add_argument("--steps", type=int, default=30)
@@ -49,9 +67,22 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--compute-batches", type=int, nargs="*", default=[])
     parser.add_argument("--sizes-kb", type=int, nargs="*", default=[])
     parser.add_argument("--log-every", type=int, default=10)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    check_flags(parser, args,
+                ints={"steps": (1, None), "global_batch": (1, 1 << 20), "hidden": (1, 1 << 16),
+                      "seed": (0, None), "warmup_steps": (0, None), "slow_rank": (-1, None),
+                      "compute_batches": (1, 1 << 20), "sizes_kb": (1, 1 << 20),
+                      "log_every": (1, None)},
+                numbers={"lr": {"above": 0}, "slow_ms": {"minimum": 0}})
     if args.steps <= args.warmup_steps:
         parser.error("--steps must be larger than --warmup-steps")
+    problem = dmlc_env_problem(env)
+    if problem:
+        parser.error(problem)
+    workers = int(env["DMLC_NUM_WORKER"])
+    if args.global_batch < workers:
+        parser.error(f"--global-batch {args.global_batch} is smaller than the number of workers "
+                     f"({workers}): every worker needs at least one example per step")
     return args
 
 
@@ -89,8 +120,10 @@ def time_compute(net, loss_fn, x, y, batches, ctx, repeat=10, warmup=2) -> dict[
     return out
 
 
-def main() -> None:
-    args = parse_args()
+def main(argv: list[str] | None = None) -> None:
+    global mx
+    args = parse_args(argv)
+    mx = import_mxnet()
     kv = connect(args.kvstore)
     rank, n = kv.rank, kv.num_workers
     ctx = device(rank)

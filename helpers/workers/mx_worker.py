@@ -23,14 +23,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import statistics
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from helpers.checks import require_int
 from helpers.frameworks import import_mxnet
 from helpers.table import Table
 
@@ -41,25 +43,55 @@ REQUIRED_ENV = ("DMLC_ROLE", "DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_
                 "DMLC_NUM_WORKER")
 
 
-def check_worker_env(environ: dict[str, str] | None = None) -> None:
+def dmlc_env_problem(environ: Mapping[str, str] | None = None,
+                     roles: Sequence[str] = ("worker",)) -> str | None:
+    """Why this process cannot join a ps-lite cluster in one of ``roles``, or None.
+
+    Checks what MXNet reads without checking: every ``DMLC_*`` variable set, the role
+    expected, the port a port, the counts whole numbers. Unchecked, a missing port
+    crashes a scheduler inside MXNet (a segfault) and a count such as ``abc`` is read
+    as 0 and makes the processes wait for each other forever.
+    """
+    env = os.environ if environ is None else environ
+    missing = [name for name in REQUIRED_ENV if not env.get(name)]
+    if missing:
+        return (f"{', '.join(missing)} not set: this program is a process of an MXNet "
+                "cluster; start it with helpers.cluster.mx_cluster.LocalMXCluster, or set the "
+                "variables printed by helpers.cluster.mx_cluster.shell_commands()")
+    role = env["DMLC_ROLE"]
+    if role not in roles:
+        other = ("servers and the scheduler run helpers.workers.mx_server" if role in (
+            "server", "scheduler") else "workers run a worker program such as "
+            "helpers.workers.mx_pushpull" if role == "worker" else
+            "DMLC_ROLE is one of scheduler, server, worker")
+        return f"DMLC_ROLE is {role!r} but this program runs the {'/'.join(roles)} role; {other}"
+    try:
+        for name, minimum, maximum in (("DMLC_PS_ROOT_PORT", 1, 65535),
+                                       ("DMLC_NUM_SERVER", 1, 10_000),
+                                       ("DMLC_NUM_WORKER", 1, 10_000)):
+            text = env[name].strip()
+            require_int(name, int(text) if text.isdigit() else text, minimum, maximum)
+    except ValueError as error:
+        return str(error)
+    for name in ("DMLC_PS_ROOT_URI", "DMLC_NODE_HOST"):
+        host = env.get(name)
+        if host:
+            try:
+                socket.getaddrinfo(host, None)
+            except (socket.gaierror, UnicodeError):
+                return f"{name}={host!r} does not resolve to an address; give a host name or IP"
+    return None
+
+
+def check_worker_env(environ: Mapping[str, str] | None = None) -> None:
     """Raise RuntimeError, saying what to set, unless this process is a ps-lite worker.
 
     Without these variables MXNet's distributed kvstore waits for a scheduler that will
     never answer; failing at once with the list of missing variables is kinder.
     """
-    env = os.environ if environ is None else environ
-    missing = [name for name in REQUIRED_ENV if not env.get(name)]
-    if missing:
-        raise RuntimeError(
-            f"this program is an MXNet cluster worker but {', '.join(missing)} "
-            "is not set; start it with helpers.cluster.mx_cluster.LocalMXCluster, or set the "
-            "variables printed by helpers.cluster.mx_cluster.shell_commands()"
-        )
-    if env["DMLC_ROLE"] != "worker":
-        raise RuntimeError(
-            f"DMLC_ROLE is {env['DMLC_ROLE']!r} but this program runs the worker role; "
-            "servers and the scheduler run helpers.workers.mx_server"
-        )
+    problem = dmlc_env_problem(environ, ("worker",))
+    if problem:
+        raise RuntimeError(problem)
 
 
 def _exit_at_once(kind: type[BaseException], value: BaseException, tb: Any) -> None:

@@ -3,13 +3,116 @@
 Worker-side code: the programs in this folder call :func:`cluster_resolver` once at
 start-up, and the same program then runs unchanged under the series' local clusters
 (which set ``TF_CONFIG``), under ``srun`` or in a Kubernetes pod.
+
+Before that, :func:`resolver_problem` checks what the chosen source needs (a well-formed
+``TF_CONFIG`` that places this task in its cluster, SLURM's variables, the
+``kubernetes`` package) without importing TensorFlow, so a program can reject a bad
+launch at once with a message naming the variable, instead of a traceback from deep
+inside TensorFlow, JSON or gRPC, or a server that starts as ``None:None``.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import os
+import re
+import socket
+from collections.abc import Mapping
 from typing import Any
 
 RESOLVERS = ("tf_config", "slurm", "kubernetes")
+#: Jobs a TF_CONFIG cluster may hold.
+JOBS = ("chief", "worker", "ps", "evaluator")
+#: What SlurmClusterResolver reads; present only inside ``srun``.
+SLURM_VARIABLES = ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST")
+
+_ADDRESS = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[^:\s\[\]]+):(\d{1,5})$")
+
+
+def read_tf_config(text: str | None, resolve_own_host: bool = True) -> dict[str, Any]:
+    """The parsed ``TF_CONFIG``, checked; ValueError naming ``TF_CONFIG`` and what is wrong.
+
+    It must be a JSON object with a ``cluster`` of job -> list of ``host:port`` and a
+    ``task`` whose ``type`` is one of the cluster's jobs and whose ``index`` is in
+    range. With ``resolve_own_host`` this task's own host must resolve (its server
+    listens there); the peers' hosts are not looked up, they may come up later.
+    """
+    example = ('e.g. {"cluster": {"worker": ["127.0.0.1:20000", "127.0.0.1:20001"]}, '
+               '"task": {"type": "worker", "index": 0}}')
+    if not text or not text.strip():
+        raise ValueError("TF_CONFIG is not set: this program needs to know its cluster and "
+                         f"task; set it to JSON, {example}")
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"TF_CONFIG is not valid JSON ({error.msg} at character "
+                         f"{error.pos}); it should look like {example}") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"TF_CONFIG must be a JSON object, {example}")
+    cluster = config.get("cluster")
+    if not isinstance(cluster, dict) or not cluster:
+        raise ValueError(f"TF_CONFIG has no \"cluster\" (job -> list of host:port), {example}")
+    for job, addresses in cluster.items():
+        if job not in JOBS:
+            raise ValueError(f"TF_CONFIG's cluster has an unknown job {job!r}; jobs are "
+                             f"{', '.join(JOBS)}")
+        if not isinstance(addresses, list) or not addresses or not all(
+                isinstance(a, str) and _valid_address(a) for a in addresses):
+            raise ValueError(f"TF_CONFIG's job {job!r} must be a non-empty list of "
+                             f"'host:port' strings, not {addresses!r}")
+    task = config.get("task")
+    if not isinstance(task, dict):
+        raise ValueError("TF_CONFIG has no \"task\": add which task this process is, e.g. "
+                         "\"task\": {\"type\": \"worker\", \"index\": 0}")
+    job, index = task.get("type"), task.get("index")
+    if job not in cluster:
+        raise ValueError(f"TF_CONFIG's task type {job!r} is not a job of its cluster "
+                         f"({', '.join(cluster)})")
+    n = len(cluster[job])
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n:
+        raise ValueError(f"TF_CONFIG's task index must be an int from 0 to {n - 1} (job "
+                         f"{job!r} lists {n} address(es)), not {index!r}")
+    if resolve_own_host:
+        host = cluster[job][index].rsplit(":", 1)[0].strip("[]")
+        try:
+            socket.getaddrinfo(host, None)
+        except (socket.gaierror, UnicodeError):
+            raise ValueError(f"TF_CONFIG gives this task ({job} {index}) the host {host!r}, "
+                             "which does not resolve to an address; use this machine's name "
+                             "or address") from None
+    return config
+
+
+def _valid_address(address: str) -> bool:
+    match = _ADDRESS.match(address)
+    return bool(match) and 0 < int(match.group(2)) < 65536
+
+
+def resolver_problem(kind: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """Why the cluster resolver ``kind`` cannot work in this environment, or None.
+
+    Meant for a program's argument check (``parser.error(problem)``), before TensorFlow
+    is imported.
+    """
+    env = os.environ if environ is None else environ
+    if kind not in RESOLVERS:
+        return f"unknown cluster resolver {kind!r}; use one of {', '.join(RESOLVERS)}"
+    if kind == "tf_config":
+        try:
+            read_tf_config(env.get("TF_CONFIG"))
+        except ValueError as error:
+            return str(error)
+    if kind == "slurm":
+        missing = [v for v in SLURM_VARIABLES if not env.get(v)]
+        if missing:
+            return (f"--resolver slurm needs SLURM's job variables ({', '.join(missing)} "
+                    "not set): run the program with srun inside a SLURM allocation, or use "
+                    "--resolver tf_config with TF_CONFIG")
+    if kind == "kubernetes" and importlib.util.find_spec("kubernetes") is None:
+        return ("--resolver kubernetes needs the `kubernetes` Python package, which is not "
+                "installed; run inside a pod with it, or use --resolver tf_config")
+    return None
 
 
 def cluster_resolver(kind: str = "tf_config") -> Any:

@@ -14,6 +14,12 @@ which puts the variables on the parameter server and the computation on the work
 Worker 0 is the chief: its ``Supervisor`` initialises the variables, the others wait for
 that. ``--nodevice_filters`` drops the session's device filters, which makes a
 non-chief worker hang at the session start (the fault the notebook shows).
+
+Security: every task's ``tf.compat.v1.train.Server`` listens on every address of its
+machine (``0.0.0.0:<port>``) with no authentication, and runs the graphs clients send
+it, so anyone who can reach a port can run code as you. On several machines, run it
+only on a private network, a VPN or SSH tunnels, with the ports open only between the
+tasks.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ import time
 from typing import Any
 
 import numpy as np
+
+from helpers.checks import require_int, require_number
 
 JOBS = ("ps", "worker")
 SESSIONS = ("supervisor", "monitored")
@@ -91,10 +99,8 @@ def parse_flags(argv: list[str], flags: Any = None) -> Any:
         raise ValueError(f"--task_index must be 0 to {n - 1} for job {fv.job_name!r} "
                          f"({n} task(s) listed), not {fv.task_index}")
     for name in ("steps", "batch_size", "log_every"):
-        if getattr(fv, name) < 1:
-            raise ValueError(f"--{name} must be >= 1, not {getattr(fv, name)}")
-    if fv.learning_rate <= 0:
-        raise ValueError(f"--learning_rate must be > 0, not {fv.learning_rate}")
+        require_int(f"--{name}", getattr(fv, name), 1)
+    require_number("--learning_rate", fv.learning_rate, above=0)
     return fv
 
 

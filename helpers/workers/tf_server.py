@@ -9,27 +9,40 @@ process stays alive. The same file runs on a real machine:
         python -m helpers.workers.tf_server
 
 (``--resolver slurm`` inside ``srun`` takes the cluster from SLURM instead.)
+
+Security: the server listens on every address of the machine (``0.0.0.0:<port>``)
+with no authentication, and runs whatever functions a client sends it, so anyone who
+can reach the port can run code as you. Run it only on a private network, a VPN or SSH
+tunnels, with the port open only to the other tasks of the cluster.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-from helpers.frameworks import import_tensorflow
-from helpers.workers.resolvers import RESOLVERS, cluster_resolver
+from helpers.workers.flags import check_flags
+from helpers.workers.resolvers import RESOLVERS, cluster_resolver, resolver_problem
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The flags, checked (with the cluster resolver's environment) before TensorFlow loads."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--resolver", choices=RESOLVERS, default="tf_config",
                         help="where the cluster comes from (default: TF_CONFIG)")
     parser.add_argument("--threads", type=int, default=0,
                         help="inter-op threads of this task (0: TensorFlow's choice)")
     args = parser.parse_args(argv)
-    if args.resolver == "tf_config" and not os.environ.get("TF_CONFIG"):
-        parser.error("TF_CONFIG is not set: this program needs to know its cluster and task")
+    check_flags(parser, args, ints={"threads": (0, 1024)})
+    problem = resolver_problem(args.resolver)
+    if problem:
+        parser.error(problem)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from helpers.frameworks import import_tensorflow  # noqa: PLC0415  (after the flags)
 
     tf = import_tensorflow(keras=False)  # this program uses no Keras: start faster
     for gpu in tf.config.list_physical_devices("GPU"):  # tasks on one machine share a GPU
