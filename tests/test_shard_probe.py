@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+from helpers.cluster.tf_cluster import tf_config
 from helpers.frameworks import import_tensorflow
 from helpers.workers import shard_probe
+
+VALID_TF_CONFIG = tf_config({"worker": ["127.0.0.1:20000", "127.0.0.1:20001"]}, "worker", 0)
 
 
 @pytest.fixture
@@ -27,33 +30,38 @@ def test_input_files_are_the_sorted_text_files(inputs, tmp_path):
     assert shard_probe.input_files(str(tmp_path / "missing")) == []
 
 
-def test_probe_needs_tf_config(monkeypatch, capsys, inputs):
-    monkeypatch.delenv("TF_CONFIG", raising=False)
+@pytest.mark.parametrize("config", [None, "{}", "not json"])
+def test_probe_needs_a_valid_tf_config(monkeypatch, capsys, inputs, config):
+    if config is None:
+        monkeypatch.delenv("TF_CONFIG", raising=False)
+    else:
+        monkeypatch.setenv("TF_CONFIG", config)
     with pytest.raises(SystemExit):
         shard_probe.parse_args(["--input-dir", str(inputs)])
-    assert "TF_CONFIG is not set" in capsys.readouterr().err
+    assert "TF_CONFIG" in capsys.readouterr().err
 
 
 def test_probe_needs_input_files(monkeypatch, capsys, tmp_path):
-    monkeypatch.setenv("TF_CONFIG", "{}")
+    monkeypatch.setenv("TF_CONFIG", VALID_TF_CONFIG)
     with pytest.raises(SystemExit):
         shard_probe.parse_args(["--input-dir", str(tmp_path)])
     assert "holds no .txt files" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--global-batch", "0"], "--global-batch must be >= 1"),
+    (["--global-batch", "0"], "--global-batch must be an int >= 1"),
+    (["--connect-timeout", "0"], "--connect-timeout must be"),
     (["--policies", "SOME"], "invalid choice"),
 ])
 def test_probe_rejects_bad_flags(monkeypatch, capsys, inputs, argv, message):
-    monkeypatch.setenv("TF_CONFIG", "{}")
+    monkeypatch.setenv("TF_CONFIG", VALID_TF_CONFIG)
     with pytest.raises(SystemExit):
         shard_probe.parse_args(["--input-dir", str(inputs), *argv])
     assert message in capsys.readouterr().err
 
 
 def test_probe_defaults_to_the_three_policies_of_the_lesson(monkeypatch, inputs):
-    monkeypatch.setenv("TF_CONFIG", "{}")
+    monkeypatch.setenv("TF_CONFIG", VALID_TF_CONFIG)
     args = shard_probe.parse_args(["--input-dir", str(inputs)])
     assert args.policies == ["FILE", "DATA", "OFF"] and args.global_batch == 4
 

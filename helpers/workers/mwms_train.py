@@ -46,8 +46,8 @@ from helpers.training import (
     weights_checksum,
 )
 from helpers.workers.flags import check_flags, check_writable_dir
-from helpers.workers.peer_deadline import deadline_for_peers
-from helpers.workers.resolvers import RESOLVERS, cluster_resolver, read_tf_config, resolver_problem
+from helpers.workers.peer_deadline import deadline_for_peers, peers_of_this_task
+from helpers.workers.resolvers import RESOLVERS, cluster_resolver, resolver_problem
 
 #: Exit code of a worker that lost a peer (EX_TEMPFAIL: "try again", i.e. restart).
 EXIT_PEER_LOST = 75
@@ -86,18 +86,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     check_writable_dir(parser, "checkpoint_dir", args.checkpoint_dir)
     check_writable_dir(parser, "out_dir", args.out_dir)
     return args
-
-
-def peers_of_this_task() -> tuple[str, list[str]]:
-    """``("worker-0", ["worker-1=host:port", ...])`` from TF_CONFIG; other resolvers: no names."""
-    text = os.environ.get("TF_CONFIG")
-    if not text:
-        return "this task", []
-    config = read_tf_config(text, resolve_own_host=False)
-    me = (config["task"]["type"], config["task"]["index"])
-    peers = [f"{job}-{i}={address}" for job, addresses in config["cluster"].items()
-             for i, address in enumerate(addresses) if (job, i) != me]
-    return f"{me[0]}-{me[1]}", peers
 
 
 def make_strategy(tf: Any, resolver: Any, timeout: float, collective: str = "auto") -> Any:

@@ -14,6 +14,11 @@ This program reads the example ids written one per line in the text files of
 ``--input-dir``, once under each policy asked for, and prints the ids it received,
 e.g. ``[worker-0] FILE: 0 1 2 3 8 9 10 11``. It trains nothing and uses no Keras, so it
 starts quickly. Run it like any worker program, with ``TF_CONFIG`` set per task.
+
+Security: each task's gRPC server listens on every address of its machine
+(``0.0.0.0:<port>``) with no authentication, so anyone who can reach the port can run
+code as you. Run it only on a private network, a VPN or SSH tunnels, with the ports
+open only between the workers.
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from helpers.frameworks import import_tensorflow
-from helpers.workers.resolvers import cluster_resolver
+from helpers.workers.flags import check_flags
+from helpers.workers.peer_deadline import deadline_for_peers, peers_of_this_task
+from helpers.workers.resolvers import cluster_resolver, resolver_problem
 
 POLICIES = ("AUTO", "FILE", "DATA", "OFF")
 
@@ -37,11 +44,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--global-batch", type=int, default=4,
                         help="examples per step over all workers")
     parser.add_argument("--policies", nargs="+", choices=POLICIES, default=["FILE", "DATA", "OFF"])
+    parser.add_argument("--connect-timeout", type=float, default=120.0,
+                        help="seconds to wait for every task of the cluster to connect")
     args = parser.parse_args(argv)
-    if args.global_batch < 1:
-        parser.error("--global-batch must be >= 1")
-    if not os.environ.get("TF_CONFIG"):
-        parser.error("TF_CONFIG is not set: this program needs to know its cluster and task")
+    check_flags(parser, args, ints={"global_batch": (1, 1 << 16)},
+                numbers={"connect_timeout": {"above": 0}})
+    problem = resolver_problem("tf_config")
+    if problem:
+        parser.error(problem)
     if not input_files(args.input_dir):
         parser.error(f"--input-dir {args.input_dir} holds no .txt files: write the inputs first")
     return args
@@ -73,7 +83,9 @@ def examples_seen(tf: Any, strategy: Any, files: list[str], policy: str,
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     tf = import_tensorflow(keras=False)  # no Keras here: start faster
-    strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=cluster_resolver())
+    who, peers = peers_of_this_task()
+    with deadline_for_peers(args.connect_timeout, who, peers):  # the strategy waits for all
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=cluster_resolver())
     name = f"{strategy.cluster_resolver.task_type}-{strategy.cluster_resolver.task_id}"
     files = input_files(args.input_dir)
     for policy in args.policies:
