@@ -15,6 +15,7 @@ when a function first needs it, so the worker processes of a cluster start quick
 """
 
 from helpers import training
+from helpers.capture import capture_fds, capture_log
 from helpers.checks import require_int, require_number
 from helpers.cluster.exposure import ExposureError, network_banner
 from helpers.cluster.mx_cluster import LocalMXCluster, dmlc_env, shell_commands, train_on_cluster
@@ -93,7 +94,8 @@ from helpers.workers.mx_worker import median_step_seconds, training_table
 
 __all__ = [
     # the machine and the series
-    "Profile", "Table", "apply_numpy_fix", "broken_pins", "detect_profile_name", "diagnose",
+    "Profile", "Table", "apply_numpy_fix", "broken_pins", "capture_fds", "capture_log",
+    "detect_profile_name", "diagnose",
     "get_profile", "import_mxnet", "import_tensorflow", "load_digits", "load_results",
     "mxnet_import_settings", "mxnet_route", "pin_report", "read_pins", "require_int",
     "require_number", "save_results", "show_source", "source_of", "training",

@@ -1,15 +1,17 @@
-"""Capture what native code writes to the process's file descriptors.
+"""Capture what a framework writes, so a lesson shows the line it teaches and not the noise.
 
 TensorFlow's C++ runtime writes its placement log and its start-up messages straight to
 file descriptors 1 and 2, below Python's ``sys.stdout``. ``contextlib.redirect_stdout``
-cannot see those bytes, so this module swaps the descriptors themselves for a temporary
-file and restores them afterwards, which works in a terminal and in a Jupyter kernel
-alike.
+cannot see those bytes, so :func:`capture_fds` swaps the descriptors themselves for a
+temporary file and restores them afterwards, which works in a terminal and in a Jupyter
+kernel alike. TensorFlow's Python side reports through the ``logging`` module instead;
+:func:`capture_log` collects those records.
 """
 
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import sys
 import tempfile
@@ -99,3 +101,37 @@ def capture_fds(fds: tuple[int, ...] = (1, 2)) -> Iterator[CapturedOutput]:
             handle.seek(0)
             result.text[fd] = handle.read().decode("utf-8", errors="replace")
             handle.close()
+
+
+class _Collect(logging.Handler):
+    def __init__(self, records: list[logging.LogRecord]) -> None:
+        super().__init__()
+        self.records = records
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@contextmanager
+def capture_log(logger_name: str) -> Iterator[list[logging.LogRecord]]:
+    """Collect what the Python logger ``logger_name`` emits inside the block, unprinted.
+
+    TensorFlow's ``ClusterCoordinator`` reports a failed worker through the
+    ``tensorflow`` logger, from its own threads, with several lines of gRPC detail per
+    failure. A lesson that provokes the failure collects the records (each has its
+    ``created`` time and ``getMessage()``) and shows the one line it teaches. The
+    logger's level is left as it is; its handlers are put back when the block ends.
+    """
+    if not isinstance(logger_name, str) or not logger_name:
+        raise ValueError(
+            f"capture_log needs a logger name such as 'tensorflow', not {logger_name!r}")
+    logger = logging.getLogger(logger_name)
+    records: list[logging.LogRecord] = []
+    handlers, propagate = list(logger.handlers), logger.propagate
+    logger.handlers = [_Collect(records)]
+    logger.propagate = False
+    try:
+        yield records
+    finally:
+        logger.handlers = handlers
+        logger.propagate = propagate

@@ -137,3 +137,53 @@ def test_mwms_worker_accepts_its_defaults(monkeypatch):
     monkeypatch.setenv("TF_CONFIG", ONE_WORKER)
     args = mwms_train.parse_args(["--steps", "7", "--try-fit"])
     assert args.steps == 7 and args.try_fit and args.resolver == "tf_config"
+
+
+def _fake_tf(gpus: int):
+    """A stand-in for the tensorflow module that reports ``gpus`` physical GPUs."""
+    from unittest import mock  # noqa: PLC0415
+
+    tf = mock.MagicMock()
+    tf.config.list_physical_devices.return_value = [f"GPU:{i}" for i in range(gpus)]
+    return tf
+
+
+@pytest.mark.parametrize("gpus", [1, 2, 4])
+def test_mwms_worker_on_gpus_turns_on_determinism_and_memory_growth(gpus):
+    tf = _fake_tf(gpus)
+    mwms_train.make_strategy(tf, resolver=object(), timeout=5.0)
+    tf.config.experimental.enable_op_determinism.assert_called_once_with()
+    grown = [c.args for c in tf.config.experimental.set_memory_growth.call_args_list]
+    assert grown == [(f"GPU:{i}", True) for i in range(gpus)]
+    tf.distribute.experimental.CommunicationImplementation.__getitem__.assert_called_with("NCCL")
+
+
+def test_mwms_worker_on_cpu_keeps_the_default_kernels_and_uses_ring():
+    tf = _fake_tf(0)
+    mwms_train.make_strategy(tf, resolver=object(), timeout=5.0)
+    tf.config.experimental.enable_op_determinism.assert_not_called()
+    tf.distribute.experimental.CommunicationImplementation.__getitem__.assert_called_with("RING")
+
+
+def test_mwms_worker_alone_writes_its_results_and_exits_cleanly(tmp_path):
+    """One worker, run as a program: exit code 0 (through os._exit) and a complete JSON."""
+    import json  # noqa: PLC0415
+    import os  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    from helpers.cluster.processes import free_port  # noqa: PLC0415
+    from helpers.cluster.tf_cluster import tf_config  # noqa: PLC0415
+
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "",
+           "TF_CONFIG": tf_config({"worker": [f"127.0.0.1:{free_port()}"]}, "worker", 0)}
+    done = subprocess.run(
+        [sys.executable, "-m", "helpers.workers.mwms_train", "--steps", "3", "--examples", "64",
+         "--batch-per-replica", "16", "--out-dir", str(tmp_path)],
+        env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    result = json.loads((tmp_path / "worker-0.json").read_text())
+    assert sorted(result["losses"]) == sorted(result["step_ended_seconds"]) == ["1", "2", "3"]
+    ended = [result["step_ended_seconds"][s] for s in ("1", "2", "3")]
+    assert ended == sorted(ended) and ended[-1] <= result["seconds"]
+    assert "done: steps 1..3" in done.stdout

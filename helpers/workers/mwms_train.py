@@ -46,8 +46,8 @@ from helpers.training import (
     weights_checksum,
 )
 from helpers.workers.flags import check_flags, check_writable_dir
-from helpers.workers.peer_deadline import deadline_for_peers
-from helpers.workers.resolvers import RESOLVERS, cluster_resolver, read_tf_config, resolver_problem
+from helpers.workers.peer_deadline import deadline_for_peers, peers_of_this_task
+from helpers.workers.resolvers import RESOLVERS, cluster_resolver, resolver_problem
 
 #: Exit code of a worker that lost a peer (EX_TEMPFAIL: "try again", i.e. restart).
 EXIT_PEER_LOST = 75
@@ -88,18 +88,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def peers_of_this_task() -> tuple[str, list[str]]:
-    """``("worker-0", ["worker-1=host:port", ...])`` from TF_CONFIG; other resolvers: no names."""
-    text = os.environ.get("TF_CONFIG")
-    if not text:
-        return "this task", []
-    config = read_tf_config(text, resolve_own_host=False)
-    me = (config["task"]["type"], config["task"]["index"])
-    peers = [f"{job}-{i}={address}" for job, addresses in config["cluster"].items()
-             for i, address in enumerate(addresses) if (job, i) != me]
-    return f"{me[0]}-{me[1]}", peers
-
-
 def make_strategy(tf: Any, resolver: Any, timeout: float, collective: str = "auto") -> Any:
     """MWMS with RING all-reduce on CPUs and NCCL on GPUs, and a timeout on collectives.
 
@@ -108,6 +96,8 @@ def make_strategy(tf: Any, resolver: Any, timeout: float, collective: str = "aut
     gpus = tf.config.list_physical_devices("GPU")
     for gpu in gpus:  # several workers may share one GPU on a single machine
         tf.config.experimental.set_memory_growth(gpu, True)
+    if gpus:  # cuDNN's fastest kernels add in varying order: a step redone after a
+        tf.config.experimental.enable_op_determinism()  # restart must repeat exactly
     if collective == "auto":
         collective = "nccl" if gpus else "ring"
     implementation = tf.distribute.experimental.CommunicationImplementation[collective.upper()]
@@ -188,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
 
     losses: dict[int, float] = {}
     stale: dict[int, int] = {}
+    ended: dict[int, float] = {}  # seconds from the loop's start to the end of each step
     began = time.monotonic()
     s = start_step
     try:
@@ -195,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             loss, staleness = train_step(iterator)
             losses[s] = float(loss)
             stale[s] = int(staleness)
+            ended[s] = time.monotonic() - began
             say(f"step {s}/{args.steps} loss {float(loss):.4f} staleness {int(staleness)}")
             if manager is not None and (s % args.checkpoint_every == 0 or s == args.steps):
                 manager.save(checkpoint_number=s)
@@ -220,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         summary = {"task": name, "is_chief": is_chief, "replicas": replicas,
                    "collective": collective, "global_batch": global_batch,
                    "start_step": start_step, "end_step": args.steps, "losses": losses,
-                   "staleness": stale,
+                   "staleness": stale, "step_ended_seconds": ended,
                    "checksum": checksum, "seconds": seconds, "data": source}
         out = Path(args.out_dir) / f"{name}.json"
         out.write_text(json.dumps(summary, indent=1))
@@ -228,4 +220,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()  # everything is saved by now: checkpoints, results, the log
+    sys.stdout.flush()
+    os._exit(code)  # skip TensorFlow's teardown, a second or more per process for nothing

@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from helpers.checks import require_number
+from helpers.workers.resolvers import read_tf_config
 
 _WATCHDOG = r"""
 import os, select, signal, socket, sys
@@ -47,6 +48,18 @@ print(f"[{who}] gave up after {seconds:g} s waiting for the other tasks of the c
       file=sys.stderr, flush=True)
 os.kill(parent, signal.SIGKILL)
 """
+
+
+def peers_of_this_task() -> tuple[str, list[str]]:
+    """``("worker-0", ["worker-1=host:port", ...])`` from TF_CONFIG; other resolvers: no names."""
+    text = os.environ.get("TF_CONFIG")
+    if not text:
+        return "this task", []
+    config = read_tf_config(text, resolve_own_host=False)
+    me = (config["task"]["type"], config["task"]["index"])
+    peers = [f"{job}-{i}={address}" for job, addresses in config["cluster"].items()
+             for i, address in enumerate(addresses) if (job, i) != me]
+    return f"{me[0]}-{me[1]}", peers
 
 
 @contextmanager
