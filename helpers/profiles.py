@@ -57,7 +57,7 @@ PROFILES: dict[str, Profile] = {
         log_steps=1000,
         matpow_size=512, matpow_n=10,
         image_size=32, batch_per_replica=32, train_examples=1024, epochs=2,
-        replica_counts=(1, 2), timed_examples=384,
+        replica_counts=(1, 2), timed_examples=256,
         cluster_workers=2, cluster_steps=30,
         scaling_workers=(1, 2, 4),
         message_sizes_kb=(1, 16, 256, 4096),
