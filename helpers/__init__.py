@@ -52,7 +52,7 @@ from helpers.devices.logical import (
 from helpers.devices.mxnet_contexts import ContextPair, context_pair
 from helpers.devices.names import DeviceName, mxnet_context, parse_device
 from helpers.devices.placement import Placement, capture_placement, parse_placement
-from helpers.devices.strategies import choose_strategy, mirrored_over, replica_devices
+from helpers.devices.strategies import mirrored_over, replica_devices
 from helpers.environment import broken_pins, diagnose, pin_report, read_pins
 from helpers.frameworks import (
     apply_numpy_fix,
@@ -101,7 +101,7 @@ __all__ = [
     "require_number", "save_results", "show_source", "source_of", "training",
     # devices and placement
     "ContextPair", "DeviceName", "DevicePlan", "GPUCard", "Placement", "capture_placement",
-    "choose_strategy", "context_pair", "cpu_cores", "gpu_cards", "list_devices", "mirrored_over",
+    "context_pair", "cpu_cores", "gpu_cards", "list_devices", "mirrored_over",
     "mxnet_context", "nvidia_smi", "parse_device", "parse_placement", "physical_gpu_count",
     "plan_devices", "replica_devices", "requirements_banner", "try_all_gpus", "try_gpu",
     "use_logical_cpus", "use_virtual_gpus",

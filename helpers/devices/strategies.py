@@ -1,11 +1,6 @@
-"""Choose a ``tf.distribute`` strategy for one process, the way the seed does, on any machine.
+"""One-process ``tf.distribute`` strategies over the devices a lesson configured.
 
-The seed's rule is: two or more GPUs -> ``MirroredStrategy`` over all of them, otherwise
-the default strategy (one device, no replication). On a machine without GPUs that rule
-would never show mirroring at all, so :func:`choose_strategy` adds one step: when the
-lesson configured two or more *logical* CPUs (see :mod:`helpers.devices.logical`), it
-mirrors over those and says loudly that the replicas are simulated on shared cores.
-
+Notebook 05 builds its ``MirroredStrategy`` in a cell; what needs care is in here.
 :func:`mirrored_over` builds a strategy over the first ``k`` devices, for timing 1, 2, 4
 ... replicas in one process. Several ``MirroredStrategy`` objects over different device
 counts do not coexist out of the box: each numbers its collective all-reduce groups from
@@ -19,13 +14,11 @@ knob, the strategy falls back to ``ReductionToOneDevice``, which uses no collect
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from helpers.devices.names import parse_device
 from helpers.frameworks import import_tensorflow
 
-KINDS = ("gpu", "virtual-gpu", "logical-cpu", "default")
 _KEY_RANGE = 100_000  # collective keys one strategy may use before the next one's start
 
 
@@ -70,63 +63,6 @@ def new_mirrored_strategy(devices: Sequence[str]) -> Any:
         cls._collective_key_base += _KEY_RANGE
         return cls(list(names))
     return cls(list(names), cross_device_ops=tf.distribute.ReductionToOneDevice())
-
-
-@dataclass(frozen=True)
-class StrategyChoice:
-    """The strategy picked, what kind of devices it replicates over, and why."""
-
-    strategy: Any
-    kind: str  # one of KINDS
-    devices: tuple[str, ...]
-    reason: str
-
-    @property
-    def replicas(self) -> int:
-        return int(self.strategy.num_replicas_in_sync)
-
-    @property
-    def simulated(self) -> bool:
-        """True when the replicas share hardware (virtual GPUs, logical CPUs)."""
-        return self.kind in ("virtual-gpu", "logical-cpu")
-
-    def describe(self) -> str:
-        name = type(self.strategy).__name__
-        where = ", ".join(self.devices) if self.devices else "one device"
-        text = f"{name} with {self.replicas} replica(s) on {where}: {self.reason}"
-        if self.simulated:
-            text = "SIMULATED replicas. " + text
-        return text
-
-
-def choose_strategy(announce: bool = True) -> StrategyChoice:
-    """MirroredStrategy over all GPUs (2+), else over logical CPUs (2+), else the default.
-
-    Looks at TensorFlow's *logical* devices, which initialises its runtime: configure
-    logical CPUs or virtual GPUs (``requirements_banner``) before calling this.
-    """
-    tf = import_tensorflow()
-    gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
-    cpus = [d.name for d in tf.config.list_logical_devices("CPU")]
-    physical_gpus = len(tf.config.list_physical_devices("GPU"))
-    if len(gpus) >= 2:
-        kind = "gpu" if physical_gpus >= len(gpus) else "virtual-gpu"
-        devices = _short_names(gpus)
-        reason = (f"{len(gpus)} GPUs" if kind == "gpu" else
-                  f"{len(gpus)} virtual GPUs on {physical_gpus} physical GPU(s)")
-        choice = StrategyChoice(new_mirrored_strategy(devices), kind, devices, reason)
-    elif len(cpus) >= 2 and not gpus:
-        devices = _short_names(cpus)
-        choice = StrategyChoice(
-            new_mirrored_strategy(devices), "logical-cpu", devices,
-            f"no GPUs, {len(cpus)} logical CPUs configured on the same cores")
-    else:
-        why = "one GPU" if gpus else "one CPU and no GPU"
-        choice = StrategyChoice(tf.distribute.get_strategy(), "default", (),
-                                f"{why}: nothing to mirror over")
-    if announce:
-        print(choice.describe())
-    return choice
 
 
 def mirrored_over(devices: Sequence[str], k: int) -> Any:

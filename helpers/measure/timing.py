@@ -90,10 +90,6 @@ class TimingResult:
         return max(self.samples) - min(self.samples)
 
     @property
-    def relative_spread(self) -> float:
-        return self.spread / self.median if self.median > 0 else 0.0
-
-    @property
     def gflops(self) -> float | None:
         """Billions of floating-point operations per second, from the median time."""
         return None if self.flops is None else self.flops / self.median / 1e9
