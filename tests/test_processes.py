@@ -39,7 +39,7 @@ def test_ready_by_port_then_stopped_quickly():
     with ProcessGroup("t") as group:
         proc = group.start("server", [sys.executable, "-c", LISTEN.format(port=port)])
         group.wait_for_port(proc, port, timeout=20)
-        group.wait_for_log(proc, "listening", timeout=20)
+        group.wait_until(proc, lambda: "listening" in proc.log(), 20, "printing")
         pid = proc.pid
     assert group.teardown_seconds < 3
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
@@ -158,7 +158,7 @@ def test_a_task_is_reaped_only_after_its_group_is_ended():
             "'import time; time.sleep(60)']); print(p.pid, flush=True)")
     with ProcessGroup("t") as group:
         proc = group.start("parent", [sys.executable, "-c", code])
-        group.wait_for_log(proc, "\n", timeout=20)
+        group.wait_until(proc, lambda: "\n" in proc.log(), 20, "printing")
         grandchild = int(proc.log().split()[0])
         deadline = time.monotonic() + 20
         while not proc.has_exited() and time.monotonic() < deadline:
@@ -320,4 +320,4 @@ def test_waits_need_a_positive_timeout(timeout):
         with pytest.raises(ValueError, match=r"timeout \(seconds\) must be a number > 0"):
             group.wait(timeout=timeout)
         with pytest.raises(ValueError, match=r"timeout \(seconds\) must be a number > 0"):
-            group.wait_for_log(proc, "x", timeout=timeout)
+            group.wait_until(proc, lambda: "x" in proc.log(), timeout, "printing")

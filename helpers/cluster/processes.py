@@ -408,9 +408,6 @@ class ProcessGroup:
 
         return self.wait_until(proc, own_listener, timeout, f"listening on {port}")
 
-    def wait_for_log(self, proc: ManagedProcess, text: str, timeout: float = 60.0) -> float:
-        return self.wait_until(proc, lambda: text in proc.log(), timeout, f"printing {text!r}")
-
     def wait(self, names: Iterable[str] | None = None, timeout: float = 120.0) -> dict[str, int]:
         """Wait for processes to exit; return their exit codes. TimeoutError names the laggards.
 
