@@ -79,13 +79,14 @@ def _output_texts(output: dict[str, Any]) -> list[str]:
     """Every piece of text an output shows: stream text, reprs, HTML, error and traceback."""
     kind = output.get("output_type")
     if kind == "stream":
-        return [_text(output.get("text", ""))]
-    if kind == "error":
-        return [_ANSI.sub("", "\n".join(output.get("traceback", []))),
-                f"{output.get('ename', '')}: {output.get('evalue', '')}"]
-    data = output.get("data", {})
-    return [_text(v) for k, v in data.items() if k.startswith("text/")
-            or k == "application/json"]
+        texts = [_text(output.get("text", ""))]
+    elif kind == "error":
+        texts = ["\n".join(output.get("traceback", [])),
+                 f"{output.get('ename', '')}: {output.get('evalue', '')}"]
+    else:
+        texts = [_text(v) for k, v in output.get("data", {}).items()
+                 if k.startswith("text/") or k == "application/json"]
+    return [_ANSI.sub("", t) for t in texts]
 
 
 def _code_cells(nb: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
@@ -240,6 +241,11 @@ def test_machine_paths_are_found(text: str) -> None:
 ])
 def test_legitimate_text_is_not_a_machine_path(text: str) -> None:
     assert machine_paths(_nb(_code("x", outputs=[_stdout(text)]))) == [], text
+
+
+def test_machine_path_behind_terminal_colours() -> None:
+    coloured = _stdout("  File \x1b[0;32m/home/ann/series/helpers/x.py\x1b[0m, line 3\n")
+    assert machine_paths(_nb(_code("x", outputs=[coloured])))
 
 
 def test_machine_path_in_a_traceback_and_a_repr() -> None:
