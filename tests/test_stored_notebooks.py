@@ -36,8 +36,9 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 #: series is clean): each one runs, and is reported as XPASS once it passes.
 KNOWN_FAILING: dict[str, str] = {
     "01_devices_and_names.ipynb": "a long traceback through site-packages; markers in two forms",
-    "02_placement_logs.ipynb": "a long traceback through site-packages",
-    "03_mxnet_contexts_and_copies.ipynb": "a long traceback through site-packages",
+    "02_placement_logs.ipynb": "a long traceback through site-packages; markers in two forms",
+    "03_mxnet_contexts_and_copies.ipynb": "a long traceback through site-packages; markers in two "
+                                          "forms",
     "05_mirrored_strategy.ipynb": "a long traceback through site-packages; markers in two forms",
     "06_multi_worker_mirrored.ipynb": "a temporary directory in an output; sections 8, 9 twice",
     "07_parameter_server_strategy.ipynb": "nbval markers in two forms",
