@@ -55,6 +55,19 @@ def test_fit_keeps_alpha_and_beta_non_negative():
     assert proportional.alpha == 0 and proportional.beta > 0
 
 
+def test_fit_through_the_origin_has_the_units_of_the_data():
+    # Times that would need a negative fixed cost (noisy timings of a small fixed cost):
+    # the fit falls back to a line through the origin, in seconds per unit of size.
+    sizes = [256, 512, 1024]
+    times = [0.54e-3, 1.18e-3, 2.46e-3]
+    fit = fit_alpha_beta(sizes, times)
+    assert fit.alpha == 0
+    assert min(t / x for t, x in zip(times, sizes, strict=True)) < fit.beta < max(
+        t / x for t, x in zip(times, sizes, strict=True))
+    slower = fit_alpha_beta(sizes, [1e4 * t for t in times])  # 10,000 times slower
+    assert slower.beta == pytest.approx(1e4 * fit.beta)
+
+
 @pytest.mark.parametrize(
     "sizes, seconds",
     [([1, 2], [1.0]), ([5, 5, 5], [1.0, 1.1, 0.9]), ([1, 2], [1.0, 0.0]),

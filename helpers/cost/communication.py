@@ -111,7 +111,7 @@ def fit_alpha_beta(
     if beta < 0:  # sizes do not matter in this range: a constant
         alpha, beta = float(np.sum(w) / np.sum(w * w)), 0.0
     elif alpha < 0:  # no visible fixed cost: a line through the origin
-        alpha, beta = 0.0, float(np.sum(w * w * x) / np.sum(w * w * x * x))
+        alpha, beta = 0.0, float(np.sum(w * x) / np.sum(w * w * x * x))
     return AlphaBeta(float(alpha) / transfers, float(beta) / transfers, name)
 
 

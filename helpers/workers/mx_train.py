@@ -175,7 +175,9 @@ def main(argv: list[str] | None = None) -> None:
 
     # Wait for every worker, then pull the servers' final weights (keys are the
     # Trainer's: parameter i has key i). In dist_async this is where workers agree.
-    kv._barrier()  # MXNet's own global barrier among workers
+    # MXNet's global barrier among workers: a private method, and MXNet 1.9 has no public
+    # one (the docstring of push() points to this one).
+    kv._barrier()
     for i, p in enumerate(params):
         kv.pull(i, out=p.data(ctx))
     mx.nd.waitall()
