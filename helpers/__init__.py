@@ -106,6 +106,7 @@ from helpers.ring_diagram import Contributions, RingSnapshots, contributions, dr
 from helpers.source import show_source, source_of
 from helpers.table import Table
 from helpers.workers.mx_worker import median_step_seconds, parse_results, training_table
+from helpers.workers.tf_worker import TIMING_DONE
 
 __all__ = [
     # the machine and the series
@@ -130,7 +131,8 @@ __all__ = [
     # clusters
     "LocalMXCluster", "LocalTFCluster", "ProcessGroup", "cluster_spec", "describe_exit",
     "dmlc_env", "gpu_task_env", "leftover_processes", "median_step_seconds",
-    "parse_results", "shell_commands", "tf_config", "train_on_cluster", "training_table",
+    "TIMING_DONE", "parse_results", "shell_commands", "tf_config", "train_on_cluster",
+    "training_table",
     # models of cost
     "AlphaBeta", "amdahl_speedup", "compute_seconds", "fit_alpha_beta", "karp_flatt",
     "parameter_server_seconds", "ring_allreduce_seconds", "step_seconds",

@@ -54,6 +54,7 @@ class Profile:
     step_batches: tuple[int, ...]  # 12: per-replica batches timed for the critical batch
     micro_batches: int  # 12: gradient accumulation, micro-batches per exchange
     memory_width: int  # 13: width of the dense model whose memory is measured
+    memory_layers: int  # 13: its depth
     memory_batch: int  # 13: its batch
     pipeline_width: int  # 13: width of the layers of each pipeline stage
     pipeline_batch: int  # 13: examples per pipelined batch
@@ -76,10 +77,10 @@ PROFILES: dict[str, Profile] = {
         scaling_workers=(1, 2, 4),
         message_sizes_kb=(1, 16, 256, 4096),
         collective_devices=4, collective_elements=4 * 4096,
-        collective_sizes_kb=(4, 256, 4096), collective_workers=(1, 2, 4), fusion_tensors=32,
-        roofline_elements=2**22, step_batches=(8, 32, 128, 512, 2048), micro_batches=4,
-        memory_width=4096, memory_batch=256,
-        pipeline_width=512, pipeline_batch=256, pipeline_microbatches=(1, 2, 4, 8),
+        collective_sizes_kb=(4, 256, 4096), collective_workers=(1, 2, 4), fusion_tensors=16,
+        roofline_elements=2**24, step_batches=(8, 32, 128, 512, 2048), micro_batches=4,
+        memory_width=1024, memory_layers=16, memory_batch=256,
+        pipeline_width=1024, pipeline_batch=256, pipeline_microbatches=(1, 2, 4, 8),
         tensor_parallel_size=1024,
     ),
     "laptop": Profile(
@@ -98,9 +99,9 @@ PROFILES: dict[str, Profile] = {
         collective_devices=4, collective_elements=4 * 65536,
         collective_sizes_kb=(4, 256, 4096, 16384), collective_workers=(1, 2, 4),
         fusion_tensors=64,
-        roofline_elements=2**24, step_batches=(8, 32, 128, 512, 2048), micro_batches=4,
-        memory_width=4096, memory_batch=512,
-        pipeline_width=1024, pipeline_batch=512, pipeline_microbatches=(1, 2, 4, 8, 16),
+        roofline_elements=2**25, step_batches=(8, 32, 128, 512, 2048, 4096), micro_batches=4,
+        memory_width=1024, memory_layers=16, memory_batch=1024,
+        pipeline_width=1024, pipeline_batch=1024, pipeline_microbatches=(1, 2, 4, 8, 16),
         tensor_parallel_size=2048,
     ),
     "gpu": Profile(
@@ -120,7 +121,7 @@ PROFILES: dict[str, Profile] = {
         collective_sizes_kb=(4, 256, 4096, 65536), collective_workers=(1, 2, 4),
         fusion_tensors=128,
         roofline_elements=2**26, step_batches=(16, 64, 256, 1024, 4096), micro_batches=4,
-        memory_width=8192, memory_batch=1024,
+        memory_width=2048, memory_layers=16, memory_batch=2048,
         pipeline_width=2048, pipeline_batch=1024, pipeline_microbatches=(1, 2, 4, 8, 16),
         tensor_parallel_size=8192,
     ),

@@ -5,7 +5,7 @@ and then all-reduces it. Compute grows with ``b`` (a straight line, ``fixed +
 per_example * b``: an :class:`helpers.cost.communication.AlphaBeta` in examples);
 the all-reduce does not, since the gradient has the size of the model whatever the
 batch. So below a *critical batch* a step spends more time communicating than
-computing (:func:`critical_batch`). Three levers move that point:
+computing its examples (:func:`critical_batch`). Three levers move that point:
 
 * a larger batch per replica (more compute per byte exchanged);
 * overlap: start all-reducing the last layers' gradients while the backward pass is
@@ -18,37 +18,29 @@ computing (:func:`critical_batch`). Three levers move that point:
 
 from __future__ import annotations
 
-import math
-
 from helpers.checks import require_int, require_number
 from helpers.cost.communication import AlphaBeta
 
 
-def critical_batch(compute: AlphaBeta, comm_seconds: float) -> float:
-    """The per-replica batch at which compute time equals ``comm_seconds``.
+def critical_batch(per_example_seconds: float, comm_seconds: float) -> float:
+    """The per-replica batch whose examples take as long to compute as the exchange takes.
 
-    Smaller batches are communication-bound. 0 when even an empty batch computes longer
-    than the exchange takes (never communication-bound); infinity when compute does not
-    grow with the batch.
+    Smaller batches are communication-bound. The fixed cost a step pays whatever its
+    batch (launching operations, the training loop) is left out on purpose: it is
+    neither computation that grows with the batch nor communication, and subtracting it
+    from a similar exchange time would make the answer swing wildly with either.
     """
+    require_number("per_example_seconds", per_example_seconds, above=0)
     require_number("comm_seconds", comm_seconds, minimum=0)
-    if comm_seconds <= compute.alpha:
-        return 0.0
-    if compute.beta == 0:
-        return math.inf
-    return (comm_seconds - compute.alpha) / compute.beta
+    return comm_seconds / per_example_seconds
 
 
 def critical_batch_from_rates(flops_per_example: float, flops_per_second: float,
                               comm_seconds: float) -> float:
-    """The same for a model known by its FLOPs: ``comm / (flops_per_example / rate)``.
-
-    For models too large to run here (a ResNet-50 on a GPU): compute is taken as pure
-    arithmetic at ``flops_per_second``, with no fixed cost per step.
-    """
+    """The same for a model known by its FLOPs, computed at ``flops_per_second``."""
     require_number("flops_per_example", flops_per_example, above=0)
     require_number("flops_per_second", flops_per_second, above=0)
-    return critical_batch(AlphaBeta(0.0, flops_per_example / flops_per_second), comm_seconds)
+    return critical_batch(flops_per_example / flops_per_second, comm_seconds)
 
 
 def overlap_bounds(compute_seconds: float, comm_seconds: float) -> tuple[float, float]:

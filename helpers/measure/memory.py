@@ -29,21 +29,31 @@ def rss_bytes() -> int:
 
 @dataclass
 class MemorySteps:
-    """RSS growth step by step: ``step(name, fn)`` runs ``fn`` and notes what it added."""
+    """Memory growth step by step: ``step(name, fn)`` runs ``fn`` and notes what it added.
 
-    baseline: int = field(default_factory=rss_bytes)
+    ``reader`` returns the bytes in use: this process's RSS (the default, for a CPU), or a
+    GPU's allocated memory (``lambda: tf.config.experimental.get_memory_info("GPU:0")
+    ["current"]``). Memory a process frees is usually kept for reuse rather than given
+    back, so only growth into memory the process never used before is measured reliably:
+    measure first thing in a process, and keep each step's result alive.
+    """
+
+    reader: Callable[[], int] = rss_bytes
     steps: list[tuple[str, int]] = field(default_factory=list)
+    baseline: int = 0
     _last: int = 0
 
     def __post_init__(self) -> None:
-        self._last = self.baseline
+        if not callable(self.reader):
+            raise ValueError(f"reader must be a function returning bytes, not {self.reader!r}")
+        self.baseline = self._last = int(self.reader())
 
     def step(self, name: str, fn: Callable[[], Any] = lambda: None) -> Any:
         """Run ``fn`` (its result is returned and must be kept alive by the caller) and
         record the RSS growth since the previous step."""
         result = fn()
         gc.collect()
-        now = rss_bytes()
+        now = int(self.reader())
         self.steps.append((name, now - self._last))
         self._last = now
         return result

@@ -110,16 +110,17 @@ def run_gpipe(forwards: Sequence[Forward], backwards: Sequence[Backward],
                          f"and {len(backwards)}")
     if m < 1:
         raise ValueError("run_gpipe needs at least one micro-batch")
-    inputs: list[queue.Queue[Any]] = [queue.Queue() for _ in range(p)]
-    grads: list[queue.Queue[Any]] = [queue.Queue() for _ in range(p)]
-    for x in microbatches:
-        inputs[0].put(x)
+    # Queues carry (micro-batch index, tensor): a stage finds what it kept for that index.
+    inputs: list[queue.Queue[tuple[int, Any]]] = [queue.Queue() for _ in range(p)]
+    grads: list[queue.Queue[tuple[int, Any]]] = [queue.Queue() for _ in range(p)]
+    for j, x in enumerate(microbatches):
+        inputs[0].put((j, x))
     spans: list[Span] = []
     failed: list[BaseException] = []
     lock = threading.Lock()
     deadline = time.monotonic() + timeout
 
-    def take(box: queue.Queue[Any]) -> Any:
+    def take(box: queue.Queue[tuple[int, Any]]) -> tuple[int, Any]:
         while True:
             if failed:
                 raise _Stop
@@ -140,19 +141,22 @@ def run_gpipe(forwards: Sequence[Forward], backwards: Sequence[Backward],
 
     def stage_loop(s: int) -> None:
         try:
-            saved = {}
-            for j in range(m):
-                x = take(inputs[s])
+            saved, outputs = {}, {}
+            for _ in range(m):
+                j, x = take(inputs[s])
                 y, saved[j] = timed(s, j, "F", lambda x=x: forwards[s](x))
                 if s + 1 < p:
-                    inputs[s + 1].put(y)
+                    inputs[s + 1].put((j, y))
                 else:
-                    grads[s].put(loss_gradient(y, j))
-            for j in reversed(range(m)):
-                dy = take(grads[s])
+                    outputs[j] = y
+            if s + 1 == p:  # the last stage turns round: last micro-batch first
+                for j in reversed(range(m)):
+                    grads[s].put((j, loss_gradient(outputs.pop(j), j)))
+            for _ in range(m):
+                j, dy = take(grads[s])
                 dx = timed(s, j, "B", lambda j=j, dy=dy: backwards[s](saved.pop(j), dy))
                 if s > 0:
-                    grads[s - 1].put(dx)
+                    grads[s - 1].put((j, dx))
         except _Stop:
             return
         except BaseException as error:  # noqa: BLE001  (re-raised in the caller)

@@ -26,15 +26,14 @@ the same arguments: every collective waits for all members of its group.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from helpers.frameworks import import_tensorflow
 from helpers.measure.timing import benchmark
 from helpers.workers.mwms_train import make_strategy
-from helpers.workers.mx_worker import RESULT_PREFIX
 from helpers.workers.resolvers import cluster_resolver
+from helpers.workers.tf_worker import all_reduce, finish, local_result, report
 
 #: Group and instance keys of the collectives called directly. MultiWorkerMirroredStrategy
 #: numbers its own groups from 1 up; these start far above, so the two never meet.
@@ -63,11 +62,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def report(**values: Any) -> None:
-    """One machine-readable line for the notebook (read back with ``parse_results``)."""
-    print(RESULT_PREFIX + json.dumps(values, sort_keys=True), flush=True)
-
-
 def collective_ops(tf_function: Any, *args: Any) -> list[dict[str, Any]]:
     """The collective ops in the graph ``tf_function`` traces for ``args``, with their hint."""
     graph = tf_function.get_concrete_function(*args).graph
@@ -89,26 +83,20 @@ def main(argv: list[str] | None = None) -> int:
     too_big = [g for g in args.groups if g > workers]
     if too_big:
         raise SystemExit(f"--groups {too_big} larger than the {workers} workers of the cluster")
-    SUM = tf.distribute.ReduceOp.SUM
     keys = iter(range(INSTANCE_KEY_BASE, INSTANCE_KEY_BASE + 1_000_000))
 
     def first(result: Any) -> float:  # the timed call returns one element: fetching it waits
         return float(result.numpy())
 
-    def timed(fn: Any, x: Any) -> float:
-        return benchmark(lambda: fn(x), sync=first, warmup=args.warmup,
-                         repeat=args.repeat).median
+    def timed(fn: Any, x: Any) -> dict[str, float]:
+        result = benchmark(lambda: fn(x), sync=first, warmup=args.warmup, repeat=args.repeat)
+        return {"seconds": result.median, "best": result.best}
 
     # 1. The strategy's all-reduce over every worker (each worker: one replica).
-    def all_reduce_in_replica(value: Any, options: Any = None) -> Any:
-        return tf.distribute.get_replica_context().all_reduce(SUM, value, options=options)
-
-    def local(result: Any) -> Any:  # this worker's copy of a (nested) per-replica result
-        return tf.nest.map_structure(lambda r: strategy.experimental_local_results(r)[0], result)
-
     @tf.function
     def strategy_all_reduce(x: Any) -> Any:
-        return local(strategy.run(lambda v: all_reduce_in_replica(tf.identity(v)), args=(x,)))[0]
+        result = strategy.run(lambda v: all_reduce(tf, tf.identity(v)), args=(x,))
+        return local_result(tf, strategy, result)[0]
 
     barrier_value = tf.ones([1])
 
@@ -135,8 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         total = first(strategy_all_reduce(x))
         ops = collective_ops(strategy_all_reduce, x)
         report(rank=rank, kind="strategy", workers=workers, bytes=4 * elements,
-               seconds=timed(strategy_all_reduce, x), correct=total == workers * (workers + 1) / 2,
-               ops=ops)
+               correct=total == workers * (workers + 1) / 2, ops=ops,
+               **timed(strategy_all_reduce, x))
         for size in args.groups:
             instance_key = next(keys)  # taken by every worker, so members agree on it
             barrier()
@@ -144,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
                 reduce = direct_all_reduce(size, elements, instance_key)
                 total = first(reduce(x))
                 report(rank=rank, kind="op", workers=size, bytes=4 * elements,
-                       seconds=timed(reduce, x), correct=total == size * (size + 1) / 2)
+                       correct=total == size * (size + 1) / 2, **timed(reduce, x))
             barrier()
 
     if args.tensors:
@@ -155,32 +143,33 @@ def main(argv: list[str] | None = None) -> int:
             @tf.function
             def reduce(values: Any) -> Any:
                 result = strategy.run(
-                    lambda *v: all_reduce_in_replica([tf.identity(t) for t in v], options),
+                    lambda *v: all_reduce(tf, [tf.identity(t) for t in v], options),
                     args=tuple(values))
-                return local(result)[-1][0]
+                return local_result(tf, strategy, result)[-1][0]
             return reduce
 
         @tf.function
         def by_hand(values: Any) -> Any:
             def step(*v: Any) -> Any:
-                packed = all_reduce_in_replica(tf.concat(v, axis=0))
+                packed = all_reduce(tf, tf.concat(v, axis=0))
                 return tf.split(packed, len(v))
-            return local(strategy.run(step, args=tuple(values)))[-1][0]
+            return local_result(tf, strategy, strategy.run(step, args=tuple(values)))[-1][0]
 
         Options = tf.distribute.experimental.CommunicationOptions
         ways = {"one collective per tensor": per_replica(Options(bytes_per_pack=1)),
                 "one pack (bytes_per_pack=0)": per_replica(Options(bytes_per_pack=0)),
                 "packed by hand": by_hand}
+        repeat = min(args.repeat, 3)  # one collective per tensor is slow: a few runs suffice
         for label, fn in ways.items():
             barrier()
             total = first(fn(small))
+            result = benchmark(lambda fn=fn: fn(small), sync=first, warmup=args.warmup,
+                               repeat=repeat)
             report(rank=rank, kind="fusion", way=label, tensors=args.tensors,
                    bytes=4 * n * args.tensors, workers=workers,
-                   collectives=len(collective_ops(fn, small)),
-                   seconds=timed(fn, small), correct=total == workers * (workers + 1) / 2)
-    barrier()
-    print(f"[worker-{rank}] done", flush=True)
-    return 0
+                   collectives=len(collective_ops(fn, small)), seconds=result.median,
+                   best=result.best, correct=total == workers * (workers + 1) / 2)
+    return finish(f"worker-{rank}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Every worker of a local TensorFlow cluster runs this program (``TF_CONFIG``); each is
 one replica of ``MultiWorkerMirroredStrategy`` training the series' model
-(:func:`helpers.training.build_model`). For every per-replica batch size it times:
+(:func:`helpers.training.build_model`). For every per-replica batch size it times, in
+alternating rounds:
 
 * **compute**: forward, backward and the update of a copy of the model outside the
   strategy, so nothing is exchanged;
@@ -25,9 +26,10 @@ optimizer, which would all-reduce the gradients again by itself. Each worker pri
 from __future__ import annotations
 
 import argparse
-import json
 import math
+import statistics
 import sys
+import time
 from typing import Any
 
 from helpers.cost.layers import layer_costs, training_flops_per_example
@@ -35,8 +37,8 @@ from helpers.frameworks import import_tensorflow
 from helpers.measure.timing import benchmark
 from helpers.training import build_model, training_arrays
 from helpers.workers.mwms_train import make_strategy
-from helpers.workers.mx_worker import RESULT_PREFIX
 from helpers.workers.resolvers import cluster_resolver
+from helpers.workers.tf_worker import all_reduce, finish, local_result, report
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -60,10 +62,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def report(**values: Any) -> None:
-    print(RESULT_PREFIX + json.dumps(values, sort_keys=True), flush=True)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     tf = import_tensorflow()
@@ -71,7 +69,6 @@ def main(argv: list[str] | None = None) -> int:
 
     strategy, _ = make_strategy(tf, cluster_resolver("tf_config"), args.timeout, "ring")
     rank, workers = strategy.cluster_resolver.task_id, strategy.num_replicas_in_sync
-    SUM = tf.distribute.ReduceOp.SUM
     Options = tf.distribute.experimental.CommunicationOptions
     k = args.micro_batches
     x_all, y_all, source = training_arrays(max(args.batches) * k, seed=rank)
@@ -93,11 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         for v, g in zip(params, grads, strict=True):
             v.assign_sub(lr * g)
 
-    def all_reduce(values: Any, options: Any = None) -> Any:
-        return tf.distribute.get_replica_context().all_reduce(SUM, values, options=options)
-
     def local(result: Any) -> Any:  # this worker's copy of a per-replica result
-        return tf.nest.map_structure(lambda r: strategy.experimental_local_results(r)[0], result)
+        return local_result(tf, strategy, result)
 
     spec = [tf.TensorSpec([None, *x_all.shape[1:]], tf.float32), tf.TensorSpec([None], tf.int32)]
 
@@ -111,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         @tf.function(input_signature=spec)
         def step(x: Any, y: Any) -> Any:
             def replica(x: Any, y: Any) -> Any:
-                grads = all_reduce(gradients(model, x, y, tf.shape(x)[0] * workers), options)
+                grads = all_reduce(tf, gradients(model, x, y, tf.shape(x)[0] * workers), options)
                 update(variables, grads)
                 return grads[-1][0]
             return local(strategy.run(replica, args=(x, y)))
@@ -121,12 +115,12 @@ def main(argv: list[str] | None = None) -> int:
 
     @tf.function
     def exchange(values: Any) -> Any:
-        return local(strategy.run(lambda *v: all_reduce([tf.identity(t) for t in v]),
+        return local(strategy.run(lambda *v: all_reduce(tf, [tf.identity(t) for t in v]),
                                   args=tuple(values)))[-1][0]
 
     @tf.function
     def all_reduce_one(x: Any) -> Any:
-        return local(strategy.run(lambda v: all_reduce(tf.identity(v)), args=(x,)))[0]
+        return local(strategy.run(lambda v: all_reduce(tf, tf.identity(v)), args=(x,)))[0]
 
     def accumulate_step() -> Any:
         micro = [tf.TensorSpec([k, None, *x_all.shape[1:]], tf.float32),
@@ -141,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                     total = [a + g for a, g in
                              zip(total, gradients(model, xs[i], ys[i], global_batch),
                                  strict=True)]
-                grads = all_reduce(total)  # one exchange for k micro-batches
+                grads = all_reduce(tf, total)  # one exchange for k micro-batches
                 update(variables, grads)
                 return grads[-1][0]
             return local(strategy.run(replica, args=(xs, ys)))
@@ -153,6 +147,18 @@ def main(argv: list[str] | None = None) -> int:
     def seconds(fn: Any, *inputs: Any) -> float:
         return benchmark(lambda: fn(*inputs), sync=fetched, warmup=args.warmup,
                          repeat=args.repeat).median
+
+    def side_by_side(**calls: tuple[Any, ...]) -> dict[str, float]:
+        """Median seconds of each ``(function, *inputs)``, timed in alternating rounds: a
+        burst of load from other programs then slows every call of the round, not one."""
+        samples: dict[str, list[float]] = {name: [] for name in calls}
+        for round_ in range(args.warmup + args.repeat):
+            for name, (fn, *inputs) in calls.items():
+                start = time.perf_counter()
+                fetched(fn(*inputs))
+                if round_ >= args.warmup:
+                    samples[name].append(time.perf_counter() - start)
+        return {name: statistics.median(values) for name, values in samples.items()}
 
     costs = layer_costs(model)
     report(rank=rank, kind="model", workers=workers, params=int(grad_bytes // 4),
@@ -170,9 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     packed = data_parallel_step(Options(bytes_per_pack=pack_bytes))
     for b in args.batches:
         x, y = tf.constant(x_all[:b]), tf.constant(y_all[:b])
-        report(rank=rank, kind="batch", batch=b, compute=seconds(compute_step, x, y),
-               step=seconds(one_pack, x, y), step_packed=seconds(packed, x, y),
-               pack_bytes=pack_bytes)
+        report(rank=rank, kind="batch", batch=b, pack_bytes=pack_bytes, **side_by_side(
+            compute=(compute_step, x, y), step=(one_pack, x, y), step_packed=(packed, x, y)))
     b = min(args.batches)
     xs = tf.constant(x_all[:k * b].reshape(k, b, *x_all.shape[1:]))
     ys = tf.constant(y_all[:k * b].reshape(k, b))
@@ -183,11 +188,10 @@ def main(argv: list[str] | None = None) -> int:
             result = one_pack(xs[i], ys[i])
         return result
 
-    report(rank=rank, kind="accumulation", micro_batch=b, micro_batches=k,
-           accumulated=seconds(accumulate_step(), xs, ys), separate=seconds(k_steps))
-    exchange(gradient_like).numpy()  # a last collective: nobody leaves while others need it
-    print(f"[worker-{rank}] done", flush=True)
-    return 0
+    accumulate = accumulate_step()
+    report(rank=rank, kind="accumulation", micro_batch=b, micro_batches=k, **side_by_side(
+        accumulated=(accumulate, xs, ys), separate=(k_steps,)))
+    return finish(f"worker-{rank}")
 
 
 if __name__ == "__main__":
