@@ -95,8 +95,8 @@ def draw_ring_steps(steps: Sequence[tuple[str, State]], title: str = "") -> Figu
     ax.set_xlim(-0.3, n * (n + 1))
     ax.set_ylim(-0.2, rows + 0.6)
     ax.axis("off")
-    ax.set_title(title or f"Ring all-reduce on {n} devices: each box is one chunk, labelled "
-                          "with the devices whose values it sums (red: changed in that step)",
+    ax.set_title(title or f"Ring all-reduce on {n} devices: each box is one chunk, labelled with "
+                          "the devices\nwhose values it sums (red outline: changed in that step)",
                  fontsize=9)
     fig.tight_layout()
     return fig

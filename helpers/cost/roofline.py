@@ -126,6 +126,7 @@ class Roofline:
                         xytext=(4, -10), textcoords="offset points")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.set_ylim(top=self.peak * 3)
         ax.set_xlabel("arithmetic intensity (FLOP per byte)")
         ax.set_ylabel("FLOP/s")
         ax.set_title(title or f"Roofline of {self.name or 'this machine'}")
