@@ -89,3 +89,11 @@ def test_time_push_pull_can_use_keys_initialised_before():
     kv = RecordingKV()
     time_push_pull(kv, [16], repeat=1, warmup=0, first_key=100)
     assert kv.calls[0] == ("init", 100)
+
+
+def test_ps_workers_wait_for_their_start_signal(tmp_path):
+    from helpers.workers.mx_ps_groups import wait_for_file  # imports MXNet
+
+    signal = tmp_path / "start"
+    signal.touch()
+    wait_for_file(str(signal), timeout=1.0)  # returns at once when the file is there

@@ -4,7 +4,9 @@ Every worker of a :class:`helpers.cluster.mx_cluster.LocalMXCluster` runs this p
 For each group size g, the workers of rank < g push a message of every size to the
 server and pull it back, timing each round trip, while the other workers wait at a
 barrier: the same cluster measures 1, 2 and 4 workers without being started three
-times.
+times. With ``--start-file`` the workers join the cluster and then wait for that file
+before measuring, so a launcher can start them early, while it does other work, and
+let them measure when the machine is otherwise quiet.
 
 It uses ``dist_async``, where a server handles each push as it arrives. Under
 ``dist_sync`` (notebooks 09 and 10) the server would hold every pull until *all* workers
@@ -20,6 +22,8 @@ from helpers.frameworks import import_mxnet
 mx = import_mxnet()
 
 import argparse  # noqa: E402
+import os  # noqa: E402
+import time  # noqa: E402
 
 from helpers.workers.mx_worker import (  # noqa: E402
     connect,
@@ -32,12 +36,27 @@ from helpers.workers.mx_worker import (  # noqa: E402
 KEY_PREFIX = "message"
 
 
+def wait_for_file(path: str, timeout: float) -> None:
+    """Block until ``path`` exists; after ``timeout`` seconds end the process with code 1
+    (at once: a normal exit would wait in ps-lite's shutdown barrier for the others)."""
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            print(f"no start signal ({os.path.basename(path)}) after {timeout:g} s", flush=True)
+            os._exit(1)
+        time.sleep(0.02)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes-kb", type=int, nargs="+", default=[4, 64, 1024])
     parser.add_argument("--groups", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--start-file", default="",
+                        help="wait until this file exists before measuring: the launcher can "
+                             "start the cluster early and let it measure when nothing else runs")
+    parser.add_argument("--start-timeout", type=float, default=600.0)
     args = parser.parse_args()
 
     kv = connect("dist_async")
@@ -47,6 +66,8 @@ def main() -> None:
     keys = [message_key(KEY_PREFIX, i) for i in range(len(sizes))]
     kv.init(keys, [mx.nd.zeros((size // 4,)) for size in sizes])  # every worker takes part
     kv.set_optimizer(mx.optimizer.SGD(learning_rate=1e-3))  # an async server must update
+    if args.start_file:
+        wait_for_file(args.start_file, args.start_timeout)
     for group in args.groups:
         kv._barrier()  # MXNet's global barrier among workers
         if kv.rank < group:
