@@ -97,3 +97,23 @@ def test_ps_workers_wait_for_their_start_signal(tmp_path):
     signal = tmp_path / "start"
     signal.touch()
     wait_for_file(str(signal), timeout=1.0)  # returns at once when the file is there
+
+
+def test_launched_ps_groups_measure_once_signalled(tmp_path):
+    from helpers.cluster.mx_cluster import LocalMXCluster
+
+    start = tmp_path / "start"
+    with LocalMXCluster("helpers.workers.mx_ps_groups", workers=2, servers=1,
+                        args=["--sizes-kb", "4", "--groups", "1", "2", "--repeat", "2",
+                              "--warmup", "0", "--start-file", str(start)]) as cluster:
+        cluster.launch()  # returns at once
+        assert len(cluster.alive()) == 4  # scheduler, server, 2 workers: all waiting
+        with pytest.raises(RuntimeError, match="started already"):
+            cluster.launch()
+        start.touch()
+        codes = cluster.wait(timeout=120)
+    assert codes == {name: 0 for name in cluster.task_names()}
+    records = cluster.results()
+    assert sorted((r["rank"], r["workers"]) for r in records) == [(0, 1), (0, 2), (1, 2)]
+    assert all(row["bytes"] == 4096 and row["median_s"] > 0
+               for r in records for row in r["push_pull"])

@@ -194,6 +194,21 @@ class LocalMXCluster(LocalCluster):
         return table
 
     # -- life cycle ------------------------------------------------------------------
+    def launch(self) -> None:
+        """Start every process and return at once, without waiting for anything.
+
+        For a job that should get ready while this program does other work; its
+        ``wait()`` (or ``wait_for_log``) then reports any process that failed meanwhile.
+        """
+        if self.group.processes:
+            raise RuntimeError("this cluster was started already; make a new LocalMXCluster")
+        if self.port is None:
+            self.port = free_port(self.host)
+        ensure_port_free(self.port, self.host)
+        for name in self.task_names():
+            command = self.worker_command if self.role_of(name) == "worker" else self.server_command
+            self.group.start(name, command, {**self.extra_env, **self.env_for(name)})
+
     def start(self, wait_for_workers: bool = True) -> float:
         """Start every process; return seconds until the cluster has formed.
 
@@ -202,15 +217,8 @@ class LocalMXCluster(LocalCluster):
         registered all servers and workers. A process that exits first raises
         RuntimeError with the end of its log; ``ready_timeout`` raises TimeoutError.
         """
-        if self.group.processes:
-            raise RuntimeError("this cluster was started already; make a new LocalMXCluster")
-        if self.port is None:
-            self.port = free_port(self.host)
-        ensure_port_free(self.port, self.host)
         begin = time.monotonic()
-        for name in self.task_names():
-            command = self.worker_command if self.role_of(name) == "worker" else self.server_command
-            self.group.start(name, command, {**self.extra_env, **self.env_for(name)})
+        self.launch()
         scheduler = self.group.processes["scheduler"]
         workers = [p for n, p in self.group.processes.items() if self.role_of(n) == "worker"]
 
