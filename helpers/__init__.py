@@ -31,6 +31,28 @@ from helpers.cost.communication import (
     ring_allreduce_seconds,
     step_seconds,
 )
+from helpers.cost.data_parallel import (
+    accumulation_seconds,
+    critical_batch,
+    critical_batch_from_rates,
+    overlap_bounds,
+)
+from helpers.cost.layers import LayerCost, costs_table, layer_costs, training_flops_per_example
+from helpers.cost.memory import (
+    OPTIMIZER_STATES,
+    PUBLISHED_MODELS,
+    TrainingMemory,
+    zero_bytes_per_replica,
+)
+from helpers.cost.pipeline import bubble_fraction, gpipe_schedule
+from helpers.cost.roofline import OpPoint, Roofline, elementwise_cost, matmul_cost
+from helpers.cost.traffic import (
+    Traffic,
+    naive_allreduce_bytes,
+    ring_allreduce_bytes,
+    tensor_nbytes,
+    traffic_table,
+)
 from helpers.data import load_digits
 from helpers.devices.inventory import (
     GPUCard,
@@ -70,6 +92,7 @@ from helpers.measure.blas import (
     probe_mxnet_dot,
     suggested_coretype,
 )
+from helpers.measure.collectives import comparison_table, plot_comparison, round_trips, slowest
 from helpers.measure.matpow import (
     FLOAT32_RTOL,
     TF32_RTOL,
@@ -84,13 +107,17 @@ from helpers.measure.matpow import (
     require_fits_in_memory,
     true_power,
 )
+from helpers.measure.memory import MemorySteps, rss_bytes
+from helpers.measure.pipeline import Span, Timeline, run_gpipe
 from helpers.measure.timing import Timer, TimingResult, benchmark
 from helpers.plots import bar_timings, line_bandwidth, line_speedup, save_figure
 from helpers.profiles import Profile, detect_profile_name, get_profile
 from helpers.results import load_results, save_results
+from helpers.ring_diagram import Contributions, RingSnapshots, contributions, draw_ring_steps
 from helpers.source import show_source, source_of
 from helpers.table import Table
-from helpers.workers.mx_worker import median_step_seconds, training_table
+from helpers.workers.mx_worker import median_step_seconds, parse_results, training_table
+from helpers.workers.tf_worker import TIMING_DONE
 
 __all__ = [
     # the machine and the series
@@ -112,11 +139,21 @@ __all__ = [
     "line_bandwidth", "line_speedup", "matpow", "matpow_flops", "overflows",
     "probe_mxnet_dot", "relative_error", "require_fits_in_memory", "save_figure",
     "suggested_coretype", "true_power",
+    "MemorySteps", "Span", "Timeline", "comparison_table", "plot_comparison", "round_trips",
+    "rss_bytes", "run_gpipe", "slowest",
     # clusters
-    "ExposureError", "LocalMXCluster", "LocalTFCluster", "ProcessGroup", "cluster_spec",
-    "describe_exit", "dmlc_env", "gpu_task_env", "leftover_processes", "median_step_seconds",
-    "network_banner", "shell_commands", "tf_config", "train_on_cluster", "training_table",
+    "ExposureError", "LocalMXCluster", "LocalTFCluster", "ProcessGroup", "TIMING_DONE",
+    "cluster_spec", "describe_exit", "dmlc_env", "gpu_task_env", "leftover_processes",
+    "median_step_seconds", "network_banner", "parse_results", "shell_commands", "tf_config",
+    "train_on_cluster", "training_table",
     # models of cost
     "AlphaBeta", "amdahl_speedup", "compute_seconds", "fit_alpha_beta", "karp_flatt",
     "parameter_server_seconds", "ring_allreduce_seconds", "step_seconds",
+    "Contributions", "LayerCost", "OPTIMIZER_STATES", "OpPoint", "PUBLISHED_MODELS",
+    "RingSnapshots", "Roofline", "Traffic", "TrainingMemory", "accumulation_seconds",
+    "bubble_fraction", "contributions", "costs_table", "critical_batch",
+    "critical_batch_from_rates", "draw_ring_steps", "elementwise_cost", "gpipe_schedule",
+    "layer_costs", "matmul_cost", "naive_allreduce_bytes", "overlap_bounds",
+    "ring_allreduce_bytes", "tensor_nbytes", "traffic_table", "training_flops_per_example",
+    "zero_bytes_per_replica",
 ]

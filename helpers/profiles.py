@@ -47,6 +47,21 @@ class Profile:
     cluster_steps: int  # 06-09: training steps
     scaling_workers: tuple[int, ...]  # 10: workers for the measured speed-up
     message_sizes_kb: tuple[int, ...]  # 10: alpha-beta calibration
+    collective_devices: int  # 11: devices the hand-written all-reduces run over
+    collective_elements: int  # 11: float32 values per device in the hand-written all-reduces
+    collective_sizes_kb: tuple[int, ...]  # 11: message sizes timed across processes
+    collective_workers: tuple[int, ...]  # 11: worker counts timed (one cluster of the largest)
+    fusion_tensors: int  # 11: small tensors all-reduced one by one or packed
+    roofline_elements: int  # 12: float32 values of the element-wise ops and copies
+    step_batches: tuple[int, ...]  # 12: per-replica batches timed for the critical batch
+    micro_batches: int  # 12: gradient accumulation, micro-batches per exchange
+    memory_width: int  # 13: width of the dense model whose memory is measured
+    memory_layers: int  # 13: its depth
+    memory_batch: int  # 13: its batch
+    pipeline_width: int  # 13: width of the layers of each pipeline stage
+    pipeline_batch: int  # 13: examples per pipelined batch
+    pipeline_microbatches: tuple[int, ...]  # 13: micro-batch counts timed
+    tensor_parallel_size: int  # 13: side of the matrices of the split product
 
 
 PROFILES: dict[str, Profile] = {
@@ -63,6 +78,12 @@ PROFILES: dict[str, Profile] = {
         cluster_workers=2, cluster_steps=30,
         scaling_workers=(1, 2, 3),  # 3 workers already outnumber the 2 cores
         message_sizes_kb=(1, 16, 256, 4096),
+        collective_devices=4, collective_elements=4 * 4096,
+        collective_sizes_kb=(4, 256, 4096), collective_workers=(1, 2, 4), fusion_tensors=16,
+        roofline_elements=2**24, step_batches=(8, 32, 128, 512, 2048, 8192), micro_batches=4,
+        memory_width=1024, memory_layers=16, memory_batch=256,
+        pipeline_width=1024, pipeline_batch=256, pipeline_microbatches=(1, 2, 4, 8),
+        tensor_parallel_size=1024,
     ),
     "laptop": Profile(
         name="laptop",
@@ -77,6 +98,13 @@ PROFILES: dict[str, Profile] = {
         cluster_workers=2, cluster_steps=100,
         scaling_workers=(1, 2, 4),
         message_sizes_kb=(1, 16, 256, 4096, 65536),
+        collective_devices=4, collective_elements=4 * 65536,
+        collective_sizes_kb=(4, 256, 4096, 16384), collective_workers=(1, 2, 4),
+        fusion_tensors=64,
+        roofline_elements=2**25, step_batches=(8, 32, 128, 512, 2048, 8192), micro_batches=4,
+        memory_width=1024, memory_layers=16, memory_batch=1024,
+        pipeline_width=1024, pipeline_batch=1024, pipeline_microbatches=(1, 2, 4, 8, 16),
+        tensor_parallel_size=2048,
     ),
     "gpu": Profile(
         name="gpu",
@@ -91,6 +119,13 @@ PROFILES: dict[str, Profile] = {
         cluster_workers=2, cluster_steps=200,
         scaling_workers=(1, 2, 4),
         message_sizes_kb=(1, 16, 256, 4096, 65536),
+        collective_devices=4, collective_elements=4 * 262144,
+        collective_sizes_kb=(4, 256, 4096, 65536), collective_workers=(1, 2, 4),
+        fusion_tensors=128,
+        roofline_elements=2**26, step_batches=(16, 64, 256, 1024, 4096, 16384), micro_batches=4,
+        memory_width=2048, memory_layers=16, memory_batch=2048,
+        pipeline_width=2048, pipeline_batch=1024, pipeline_microbatches=(1, 2, 4, 8, 16),
+        tensor_parallel_size=8192,
     ),
 }
 

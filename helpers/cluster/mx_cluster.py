@@ -231,6 +231,25 @@ class LocalMXCluster(LocalCluster):
         return table
 
     # -- life cycle ------------------------------------------------------------------
+    def launch(self) -> None:
+        """Start every process and return at once, without waiting for anything.
+
+        For a job that should get ready while this program does other work; its
+        ``wait()`` (or ``wait_for_log``) then reports any process that failed meanwhile.
+        The exposure and port checks of :meth:`start` apply.
+        """
+        if self.group.processes:
+            raise RuntimeError("this cluster was started already; make a new LocalMXCluster")
+        if not _is_loopback(self.host):
+            check_exposure(self.allow_external, f"this LocalMXCluster (host {self.host})")
+        if self.port is None:
+            self.port = free_port(self.host)
+        self.group.claim_ports([self.port], "this LocalMXCluster")
+        ensure_port_free(self.port, self.host)
+        for name in self.task_names():
+            command = self.worker_command if self.role_of(name) == "worker" else self.server_command
+            self.group.start(name, command, {**self.extra_env, **self.env_for(name)})
+
     def start(self, wait_for_workers: bool = True) -> float:
         """Start every process; return seconds until the cluster has formed.
 
@@ -241,20 +260,9 @@ class LocalMXCluster(LocalCluster):
         log; ``ready_timeout`` raises TimeoutError. Either way every process is ended.
         A port already used by another running cluster of this process is refused.
         """
-        if self.group.processes:
-            raise RuntimeError("this cluster was started already; make a new LocalMXCluster")
-        if not _is_loopback(self.host):
-            check_exposure(self.allow_external, f"this LocalMXCluster (host {self.host})")
-        if self.port is None:
-            self.port = free_port(self.host)
-        self.group.claim_ports([self.port], "this LocalMXCluster")
-        ensure_port_free(self.port, self.host)
         begin = time.monotonic()
         try:
-            for name in self.task_names():
-                command = (self.worker_command if self.role_of(name) == "worker"
-                           else self.server_command)
-                self.group.start(name, command, {**self.extra_env, **self.env_for(name)})
+            self.launch()
             self._wait_formed(wait_for_workers)
         except BaseException:
             self.group.mark_failed()

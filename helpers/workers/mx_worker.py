@@ -172,9 +172,14 @@ def digest(arrays: Iterable[Any]) -> str:
     return sha.hexdigest()[:16]
 
 
+def message_key(first_key: int | str, index: int) -> int | str:
+    """The key :func:`time_push_pull` uses for its ``index``-th message size."""
+    return first_key + index if isinstance(first_key, int) else f"{first_key}{index}"
+
+
 def time_push_pull(
     kv: Any, sizes_bytes: Sequence[int], repeat: int = 10, warmup: int = 2,
-    first_key: int | str = 1000,
+    first_key: int | str = 1000, init: bool = True,
 ) -> list[dict[str, Any]]:
     """Median seconds of one push followed by a pull of ``size`` bytes, per size.
 
@@ -184,6 +189,8 @@ def time_push_pull(
     Gluon's Trainer (int keys 0, 1, ... for its parameters).
     Each round trip ends with ``wait_to_read`` on the pulled array, since MXNet's
     engine returns from ``push``/``pull`` before the bytes have moved.
+    ``init=False`` uses keys that every worker has already initialised (``kv.init`` is a
+    collective call), so that only some of the workers can time round trips.
     """
     if repeat < 1 or warmup < 0:
         raise ValueError(f"repeat must be >= 1 and warmup >= 0, not {repeat}, {warmup}")
@@ -193,8 +200,9 @@ def time_push_pull(
         if size < 4:
             raise ValueError(f"message sizes are at least 4 bytes (one float32), not {size}")
         n = size // 4
-        key = first_key + i if isinstance(first_key, int) else f"{first_key}{i}"
-        kv.init(key, mx.nd.zeros((n,)))
+        key = message_key(first_key, i)
+        if init:
+            kv.init(key, mx.nd.zeros((n,)))
         value, out = mx.nd.ones((n,)), mx.nd.zeros((n,))
         samples = []
         for r in range(warmup + repeat):

@@ -1,0 +1,136 @@
+"""Count the bytes every device sends and receives in a collective, and what theory predicts.
+
+An all-reduce written by hand moves tensors between devices with one small function
+(``move(x, src, dst)``). :meth:`Traffic.watch` wraps the operations an algorithm is
+given so that this function also records every transfer; the notebook then puts the
+bytes each device sent and received beside the closed-form counts
+(:func:`naive_allreduce_bytes`, :func:`ring_allreduce_bytes`) and asserts that the
+algorithm it wrote moves exactly what the theory says. The counter knows nothing about
+frameworks: it is told the size of each transfer by ``nbytes``, a function of the tensor
+(:func:`tensor_nbytes` works for NumPy, TensorFlow and MXNet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from helpers.checks import require_int
+from helpers.table import Table
+
+
+def tensor_nbytes(x: Any) -> int:
+    """Bytes of a NumPy array, TensorFlow tensor or MXNet NDArray (elements x item size)."""
+    shape = getattr(x, "shape", None)
+    dtype = getattr(x, "dtype", None)
+    if shape is None or dtype is None:
+        raise ValueError(f"tensor_nbytes needs an array with .shape and .dtype, not {x!r}")
+    count = 1
+    for dim in tuple(shape):
+        count *= int(dim)
+    import numpy as np  # noqa: PLC0415
+
+    size = getattr(dtype, "size", None)  # TensorFlow DType
+    itemsize = int(size) if isinstance(size, int) else np.dtype(dtype).itemsize
+    return count * itemsize
+
+
+@dataclass
+class Traffic:
+    """Every transfer of a collective: who sent how many bytes to whom, in order."""
+
+    devices: Sequence[Hashable]
+    transfers: list[tuple[Hashable, Hashable, int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.devices = list(self.devices)
+        if not self.devices or len(set(map(str, self.devices))) != len(self.devices):
+            raise ValueError(f"Traffic needs distinct devices, not {self.devices!r}")
+
+    def record(self, src: Hashable, dst: Hashable, nbytes: int) -> None:
+        """Note one transfer of ``nbytes`` from ``src`` to ``dst`` (a copy to itself is free)."""
+        for device in (src, dst):
+            if device not in self.devices:
+                raise ValueError(f"unknown device {device!r}; the devices are {self.devices}")
+        require_int("nbytes", nbytes, 0)
+        if src != dst:
+            self.transfers.append((src, dst, nbytes))
+
+    def watch(self, ops: Any, nbytes: Callable[[Any], int] = tensor_nbytes) -> Any:
+        """``ops`` (an object with ``move(x, src, dst)`` and other operations) whose
+        ``move`` also records its transfer; every other attribute is ``ops``'s own."""
+        return _Watched(ops, self, nbytes)
+
+    def sent(self, device: Hashable) -> int:
+        return sum(b for s, _, b in self.transfers if s == device)
+
+    def received(self, device: Hashable) -> int:
+        return sum(b for _, d, b in self.transfers if d == device)
+
+    def per_device(self) -> dict[str, tuple[int, int]]:
+        """``{device: (bytes sent, bytes received)}``."""
+        return {str(d): (self.sent(d), self.received(d)) for d in self.devices}
+
+    def reset(self) -> None:
+        self.transfers.clear()
+
+
+class _Watched:
+    """Stands in for a set of operations and counts what its ``move`` carries."""
+
+    def __init__(self, ops: Any, traffic: Traffic, nbytes: Callable[[Any], int]) -> None:
+        self._ops, self._traffic, self._nbytes = ops, traffic, nbytes
+
+    def move(self, x: Any, src: Any, dst: Any) -> Any:
+        self._traffic.record(src, dst, self._nbytes(x))
+        return self._ops.move(x, src, dst)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ops, name)
+
+
+def _check(devices: int, nbytes: int) -> None:
+    require_int("the number of devices", devices, 1)
+    require_int("nbytes", nbytes, 0)
+
+
+def naive_allreduce_bytes(devices: int, nbytes: int, root: int = 0) -> list[tuple[int, int]]:
+    """(sent, received) per device when everyone sends to ``root``, which sends the sum back.
+
+    The root receives and sends ``(n - 1) m`` bytes, every other device ``m`` each way:
+    the root's link carries ``n - 1`` times more than anyone else's.
+    """
+    _check(devices, nbytes)
+    require_int("root", root, 0, devices - 1)
+    root_bytes = (devices - 1) * nbytes
+    return [(root_bytes, root_bytes) if i == root else (nbytes, nbytes) for i in range(devices)]
+
+
+def ring_allreduce_bytes(devices: int, nbytes: int) -> list[tuple[int, int]]:
+    """(sent, received) per device for ring all-reduce of ``nbytes`` cut into ``n`` chunks.
+
+    ``n - 1`` steps of reduce-scatter and ``n - 1`` of all-gather, one chunk of
+    ``m / n`` bytes per step and device: ``2 (n - 1) m / n`` each way, the same for every
+    device (``nbytes`` must divide by ``n`` for the count to be exact).
+    """
+    _check(devices, nbytes)
+    if nbytes % devices:
+        raise ValueError(f"{nbytes} bytes do not split into {devices} equal chunks")
+    each = 2 * (devices - 1) * nbytes // devices
+    return [(each, each)] * devices
+
+
+def traffic_table(counts: dict[str, Sequence[tuple[int, int]]],
+                  devices: Sequence[Hashable]) -> Table:
+    """One row per device, a sent and a received column per scheme."""
+    columns = ["device"]
+    for scheme in counts:
+        columns += [f"{scheme} sent", f"{scheme} received"]
+    table = Table(columns)
+    for i, device in enumerate(devices):
+        row: list[Any] = [str(device)]
+        for per_device in counts.values():
+            row += list(per_device[i])
+        table.append(row)
+    return table

@@ -1,0 +1,119 @@
+"""Reading collective timings back from worker processes; the timing workers' flags."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from helpers.measure.collectives import (  # noqa: E402
+    comparison_table,
+    plot_comparison,
+    round_trips,
+    slowest,
+)
+from helpers.workers import tf_allreduce, tf_step_timing  # noqa: E402
+from helpers.workers.mx_worker import message_key, parse_results, time_push_pull  # noqa: E402
+from helpers.workers.tf_worker import TIMING_DONE, report  # noqa: E402
+
+
+def test_slowest_member_sets_a_collectives_time():
+    records = [{"kind": "op", "workers": 2, "bytes": 8, "seconds": 0.1, "best": 0.05},
+               {"kind": "op", "workers": 2, "bytes": 8, "seconds": 0.3, "best": 0.04},
+               {"kind": "strategy", "workers": 4, "bytes": 8, "seconds": 9.0}]
+    assert slowest(records, "op") == {(2, 8): 0.3}
+    assert slowest(records, "op", field="best") == {(2, 8): 0.05}
+    with pytest.raises(ValueError, match="RESULT"):
+        slowest(records, "fusion")
+
+
+def test_round_trips_and_the_comparison():
+    ps_records = [{"workers": 1, "push_pull": [{"bytes": 8, "median_s": 0.2, "best_s": 0.1}]},
+                  {"workers": 2, "push_pull": [{"bytes": 8, "median_s": 0.4, "best_s": 0.3}]},
+                  {"workers": 2, "push_pull": [{"bytes": 8, "median_s": 0.5, "best_s": 0.2}]}]
+    ps = round_trips(ps_records)
+    assert ps == {(1, 8): 0.2, (2, 8): 0.5}
+    assert round_trips(ps_records, "best_s") == {(1, 8): 0.1, (2, 8): 0.3}
+    ring = {(1, 8): 0.1, (2, 8): 1.0, (4, 8): 2.0}
+    table = comparison_table(ring, ps)
+    assert table.column("workers") == [1, 2]  # only what was measured both ways
+    assert table.column("PS / ring") == pytest.approx([2.0, 0.5])
+    assert isinstance(plot_comparison(ring, ps, [1, 2, 4]), Figure)
+    with pytest.raises(ValueError, match="push_pull"):
+        round_trips([{"workers": 1}])
+
+
+def test_tf_worker_reports_parse_back(capsys):
+    report(kind="op", workers=2, seconds=0.5)
+    print("[worker-0] a progress line")
+    assert parse_results(capsys.readouterr().out) == [{"kind": "op", "workers": 2, "seconds": 0.5}]
+    assert "\n" not in TIMING_DONE
+
+
+def test_worker_flags_are_checked():
+    args = tf_allreduce.parse_args(["--sizes-kb", "4", "64", "--groups", "1", "2",
+                                    "--tensors", "3"])
+    assert args.sizes_kb == [4, 64] and args.groups == [1, 2] and args.tensors == 3
+    with pytest.raises(SystemExit):
+        tf_allreduce.parse_args(["--groups", "0"])
+    args = tf_step_timing.parse_args(["--batches", "8", "16", "--micro-batches", "2"])
+    assert args.batches == [8, 16] and args.micro_batches == 2
+    with pytest.raises(SystemExit):
+        tf_step_timing.parse_args(["--packs", "0"])
+
+
+class RecordingKV:
+    """Enough of a kvstore for time_push_pull: counts what it is asked to do."""
+
+    def __init__(self):
+        self.calls = []
+
+    def init(self, key, value):
+        self.calls.append(("init", key))
+
+    def push(self, key, value):
+        self.calls.append(("push", key))
+
+    def pull(self, key, out):
+        self.calls.append(("pull", key))
+
+
+def test_time_push_pull_can_use_keys_initialised_before():
+    kv = RecordingKV()
+    rows = time_push_pull(kv, [16, 32], repeat=2, warmup=1, first_key="m", init=False)
+    assert [r["bytes"] for r in rows] == [16, 32]
+    assert not any(call == "init" for call, _ in kv.calls)
+    assert {key for _, key in kv.calls} == {message_key("m", 0), message_key("m", 1)}
+    assert message_key(7, 2) == 9 and message_key("m", 2) == "m2"
+    kv = RecordingKV()
+    time_push_pull(kv, [16], repeat=1, warmup=0, first_key=100)
+    assert kv.calls[0] == ("init", 100)
+
+
+def test_ps_workers_wait_for_their_start_signal(tmp_path):
+    from helpers.workers.mx_ps_groups import wait_for_file  # imports MXNet
+
+    signal = tmp_path / "start"
+    signal.touch()
+    wait_for_file(str(signal), timeout=1.0)  # returns at once when the file is there
+
+
+def test_launched_ps_groups_measure_once_signalled(tmp_path):
+    from helpers.cluster.mx_cluster import LocalMXCluster
+
+    start = tmp_path / "start"
+    with LocalMXCluster("helpers.workers.mx_ps_groups", workers=2, servers=1,
+                        args=["--sizes-kb", "4", "--groups", "1", "2", "--repeat", "2",
+                              "--warmup", "0", "--start-file", str(start)]) as cluster:
+        cluster.launch()  # returns at once
+        assert len(cluster.alive()) == 4  # scheduler, server, 2 workers: all waiting
+        with pytest.raises(RuntimeError, match="started already"):
+            cluster.launch()
+        start.touch()
+        codes = cluster.wait(timeout=120)
+    assert codes == {name: 0 for name in cluster.task_names()}
+    records = cluster.results()
+    assert sorted((r["rank"], r["workers"]) for r in records) == [(0, 1), (0, 2), (1, 2)]
+    assert all(row["bytes"] == 4096 and row["median_s"] > 0
+               for r in records for row in r["push_pull"])

@@ -1,0 +1,98 @@
+"""Layer costs, the memory of training, ZeRO's arithmetic, and measuring memory growth."""
+
+import pytest
+
+from helpers.cost.layers import costs_table, layer_cost, layer_costs, training_flops_per_example
+from helpers.cost.memory import PUBLISHED_MODELS, TrainingMemory, zero_bytes_per_replica
+from helpers.measure.memory import MemorySteps, rss_bytes
+
+
+class Tensor:
+    def __init__(self, *shape):
+        self.shape = shape
+
+
+class Layer:
+    """Just the attributes layer_cost reads, as a Keras layer has them once built."""
+
+    def __init__(self, name, output, kernel=None, params=0):
+        self.name, self.output, self._params = name, Tensor(*output), params
+        if kernel is not None:
+            self.kernel = Tensor(*kernel)
+
+    def count_params(self):
+        return self._params
+
+
+def test_dense_conv_and_pooling_costs():
+    conv = layer_cost(Layer("conv", (None, 8, 8, 8), kernel=(3, 3, 1, 8), params=80))
+    assert (conv.params, conv.outputs) == (80, 512)
+    assert conv.flops == 2 * 3 * 3 * 1 * 8 * 64  # one 3x3x1 window per output value
+    pool = layer_cost(Layer("pool", (None, 4, 4, 8)))
+    assert pool.flops == 0 and pool.outputs == 128 and pool.kind == "Layer"
+    dense = layer_cost(Layer("dense", (None, 32), kernel=(128, 32), params=4128))
+    assert dense.flops == 2 * 128 * 32
+    sequence = layer_cost(Layer("dense3d", (None, 10, 32), kernel=(128, 32)))
+    assert sequence.flops == 10 * 2 * 128 * 32  # applied at each of 10 positions
+
+
+def test_costs_of_a_model_and_their_table():
+    class Model:
+        layers = [Layer("a", (None, 4), kernel=(2, 4), params=12),
+                  Layer("b", (None, 3), kernel=(4, 3), params=15)]
+
+    costs = layer_costs(Model())
+    assert [c.name for c in costs] == ["a", "b"]
+    assert training_flops_per_example(costs) == 3 * (16 + 24)
+    table = costs_table(costs)
+    assert table.rows[-1] == ["total", "", 27, 40.0, 7]
+
+
+def test_training_memory_parts():
+    m = TrainingMemory(params=1000, activations_per_example=50, batch=4, optimizer="adam")
+    assert m.parts() == {"weights": 4000, "gradients": 4000, "optimizer states": 8000,
+                         "activations": 800}
+    assert m.total == 16800
+    assert TrainingMemory(params=10, optimizer="sgd").optimizer_states == 0
+    assert TrainingMemory(params=10, optimizer="momentum").optimizer_states == 40
+    assert m.table().column("part")[-1] == "total"
+    with pytest.raises(ValueError, match="optimizer"):
+        TrainingMemory(params=1, optimizer="lion")
+    with pytest.raises(ValueError, match="batch"):
+        TrainingMemory(params=1, batch=0)
+
+
+def test_zero_reproduces_the_papers_example():
+    # Rajbhandari et al. 2019, Figure 1: 7.5B parameters, 64 replicas, mixed-precision Adam
+    gb = [zero_bytes_per_replica(7.5e9, 64, stage) / 1e9 for stage in range(4)]
+    assert gb == pytest.approx([120, 31.40625, 16.640625, 1.875])
+    assert zero_bytes_per_replica(1e9, 1, 3) == zero_bytes_per_replica(1e9, 1, 0)
+    with pytest.raises(ValueError, match="stage"):
+        zero_bytes_per_replica(1e9, 8, 4)
+
+
+def test_published_models_are_named_and_sourced():
+    assert all(p > 0 and source for _, p, source in PUBLISHED_MODELS)
+    assert len({name for name, _, _ in PUBLISHED_MODELS}) == len(PUBLISHED_MODELS)
+
+
+def test_memory_steps_record_growth_from_any_reader():
+    readings = iter([100, 150, 150, 400])
+    steps = MemorySteps(lambda: next(readings))
+    assert steps.baseline == 100
+    assert steps.step("a", lambda: "kept") == "kept"
+    steps.step("b")
+    steps.step("c")
+    assert steps.steps == [("a", 50), ("b", 0), ("c", 250)]
+    assert steps.growth("c") == 250
+    table = steps.table({"a": 100})
+    assert table.rows[0] == ["a", 50 / 1e6, 100 / 1e6, 0.5]
+    assert table.rows[1][2] is None
+    with pytest.raises(KeyError, match="steps are"):
+        steps.growth("d")
+    with pytest.raises(ValueError, match="reader"):
+        MemorySteps(reader=42)
+
+
+def test_rss_is_this_process_size():
+    assert rss_bytes() > 10e6
