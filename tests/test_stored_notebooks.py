@@ -32,18 +32,6 @@ from nbval.plugin import find_comment_markers, find_metadata_tags
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
-#: Notebooks that still fail here while they are being reworked (an empty set when the
-#: series is clean): each one runs, and is reported as XPASS once it passes.
-KNOWN_FAILING: dict[str, str] = {
-    "01_devices_and_names.ipynb": "a long traceback through site-packages; markers in two forms",
-    "02_placement_logs.ipynb": "a long traceback through site-packages; markers in two forms",
-    "03_mxnet_contexts_and_copies.ipynb": "a long traceback through site-packages; markers in two "
-                                          "forms",
-    "05_mirrored_strategy.ipynb": "a long traceback through site-packages; markers in two forms",
-    "06_multi_worker_mirrored.ipynb": "a temporary directory in an output; sections 8, 9 twice",
-    "07_parameter_server_strategy.ipynb": "nbval markers in two forms",
-}
-
 #: Error outputs longer than this (after removing terminal colours) are a wall, not a lesson.
 MAX_ERROR_LINES = 8
 
@@ -182,19 +170,11 @@ def problems(nb: dict[str, Any]) -> list[str]:
     return found
 
 
-def _params() -> list[Any]:
-    marks = {name: pytest.mark.xfail(strict=False, reason=reason)
-             for name, reason in KNOWN_FAILING.items()}
-    return [pytest.param(p, id=p.stem, marks=[marks[p.name]] if p.name in marks else [])
-            for p in NOTEBOOKS]
-
-
 def test_there_are_notebooks() -> None:
-    assert len(NOTEBOOKS) >= 11, f"expected the series' notebooks in {ROOT / 'notebooks'}"
-    assert set(KNOWN_FAILING) <= {p.name for p in NOTEBOOKS}, "KNOWN_FAILING names a notebook"
+    assert len(NOTEBOOKS) >= 14, f"expected the series' notebooks in {ROOT / 'notebooks'}"
 
 
-@pytest.mark.parametrize("path", _params())
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.stem) for p in NOTEBOOKS])
 def test_stored_notebook_is_clean(path: Path) -> None:
     found = problems(_load(path))
     assert not found, f"{path.name}:\n" + "\n".join(found[:30])
