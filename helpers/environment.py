@@ -17,12 +17,11 @@ import re
 from importlib import metadata
 from pathlib import Path
 
+from helpers.machine import package_version
 from helpers.table import Table
 
 REQUIREMENTS = Path(__file__).resolve().parent.parent / "requirements.txt"
 _PIN = re.compile(r"^([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?==([^\s;#]+)")
-# A CUDA build of MXNet satisfies the `mxnet` pin.
-_ALTERNATIVES = {"mxnet": ("mxnet", "mxnet-cu117", "mxnet-cu112")}
 DISTRIBUTION = "pdl-helpers"
 NOT_NEEDED = "not needed to run the notebooks"
 
@@ -40,16 +39,6 @@ def read_pins(path: Path | str = REQUIREMENTS) -> dict[str, str]:
     if not pins:
         raise ValueError(f"{file} has no `name==version` lines")
     return pins
-
-
-def installed_version(package: str) -> str | None:
-    """The installed version of a distribution (or of its CUDA twin), None if absent."""
-    for name in _ALTERNATIVES.get(package, (package,)):
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return None
 
 
 def runtime_packages() -> set[str]:
@@ -75,7 +64,7 @@ def pin_report(path: Path | str = REQUIREMENTS) -> Table:
     runtime = runtime_packages()
     table = Table(["package", "pinned", "installed", "ok"])
     for package, pinned in read_pins(path).items():
-        installed = installed_version(package)
+        installed = package_version(package)
         ok: bool | str = installed == pinned
         if installed is None and runtime and package not in runtime:
             ok = NOT_NEEDED
@@ -103,13 +92,13 @@ def diagnose() -> Table:
     from helpers.devices.inventory import nvidia_smi  # noqa: PLC0415
 
     table = Table(["check", "status", "what to do"])
-    mxnet_version = installed_version("mxnet")
+    mxnet_version = package_version("mxnet")
     if mxnet_version == "1.9.1":
         table.append(["MXNet version", "ok", "-"])
     else:
         table.append(["MXNet version", f"problem: {mxnet_version or 'missing'}",
                       "pip install mxnet==1.9.1 numpy==1.26.4 (or re-run `make test`)"])
-    numpy_version = installed_version("numpy") or "missing"
+    numpy_version = package_version("numpy") or "missing"
     if numpy_version.startswith("1.26"):
         table.append(["numpy version", "ok", "-"])
     else:

@@ -18,6 +18,7 @@ from typing import Any
 
 #: Packages whose versions a description lists (a CUDA build stands in for ``mxnet``).
 PACKAGES = ("tensorflow", "mxnet", "numpy", "nbval", "pytest")
+#: A CUDA build of MXNet stands in for the `mxnet` pin.
 _ALIASES = {"mxnet": ("mxnet", "mxnet-cu117", "mxnet-cu112")}
 
 

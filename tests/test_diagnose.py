@@ -23,7 +23,7 @@ def test_this_machine_passes_the_version_checks(no_gpu):
 
 def test_the_silent_mxnet_fallback_is_caught(monkeypatch, no_gpu):
     versions = {"mxnet": "1.0.0.post1", "numpy": "2.1.0"}
-    monkeypatch.setattr(environment, "installed_version", lambda p: versions.get(p, "0"))
+    monkeypatch.setattr(environment, "package_version", lambda p: versions.get(p, "0"))
     found = rows(environment.diagnose())
     assert found["MXNet version"] == (
         "problem: 1.0.0.post1", "pip install mxnet==1.9.1 numpy==1.26.4 (or re-run `make test`)")
