@@ -69,7 +69,8 @@ def mxnet_tuning(environ: dict[str, str] | None = None) -> dict[str, str]:
     a safe OpenBLAS kernel set unless ``OPENBLAS_CORETYPE`` is; nothing at all when
     ``SERIES_MXNET_TUNING=0``.
     """
-    from helpers.measure.blas import physical_cores, suggested_coretype  # noqa: PLC0415
+    from helpers.devices.inventory import physical_cores  # noqa: PLC0415
+    from helpers.measure.blas import suggested_coretype  # noqa: PLC0415
 
     env = dict(os.environ) if environ is None else environ
     if env.get(TUNING_ENV, "1") == "0":

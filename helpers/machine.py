@@ -67,13 +67,13 @@ def describe_machine() -> dict[str, Any]:
     """Everything a result states about the machine, as plain JSON values."""
     import psutil  # noqa: PLC0415  (pinned; only this function needs it)
 
-    from helpers.devices.inventory import cpu_cores, nvidia_smi  # noqa: PLC0415
+    from helpers.devices.inventory import cpu_cores, nvidia_smi, physical_cores  # noqa: PLC0415
 
     smi = nvidia_smi()
     return {
         "cpu": cpu_model(),
         "logical_cpus": cpu_cores(),
-        "physical_cores": psutil.cpu_count(logical=False) or cpu_cores(),
+        "physical_cores": physical_cores(),
         "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
         "gpus": [] if smi is None else [f"{row[1]} ({row[2]})" for row in smi.rows],
         "platform": platform.platform(),

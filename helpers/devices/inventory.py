@@ -43,6 +43,16 @@ def cpu_cores() -> int:
         return os.cpu_count() or 1
 
 
+def physical_cores() -> int:
+    """Cores this process may use, counting each physical core once (no hyper-threads)."""
+    import psutil  # noqa: PLC0415
+
+    usable = cpu_cores()
+    physical = psutil.cpu_count(logical=False) or usable
+    logical = psutil.cpu_count(logical=True) or usable
+    return max(1, min(usable, round(usable * physical / logical)))
+
+
 def physical_gpu_count() -> int:
     """GPUs TensorFlow can use (looking does not initialise the runtime)."""
     return len(import_tensorflow().config.list_physical_devices("GPU"))

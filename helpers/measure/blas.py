@@ -112,16 +112,6 @@ def suggested_coretype(flags: set[str] | None = None) -> str | None:
     return None
 
 
-def physical_cores() -> int:
-    """Cores this process may use, counting each physical core once (no hyper-threads)."""
-    import psutil  # noqa: PLC0415
-
-    usable = cpu_cores()
-    physical = psutil.cpu_count(logical=False) or usable
-    logical = psutil.cpu_count(logical=True) or usable
-    return max(1, min(usable, round(usable * physical / logical)))
-
-
 def mxnet_omp_threads(environ: Mapping[str, str] | None = None) -> int:
     """OpenMP threads MXNet gives one CPU operator, from the settings it reads at import.
 
