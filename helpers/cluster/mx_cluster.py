@@ -47,7 +47,13 @@ from typing import Any
 from helpers.checks import require_choice, require_int, require_number
 from helpers.cluster.base import LocalCluster
 from helpers.cluster.exposure import check_exposure, external_allowed
-from helpers.cluster.ports import check_host, ensure_port_free, holders_note, port_accepts
+from helpers.cluster.ports import (
+    check_host,
+    check_port,
+    ensure_port_free,
+    holders_note,
+    port_accepts,
+)
 from helpers.cluster.processes import (
     LOCAL_TASKS_HINT,
     MAX_LOCAL_TASKS,
@@ -87,12 +93,7 @@ def dmlc_env(
         raise ValueError(f"role must be one of {ROLES}, not {role!r}")
     _check_count(servers, "server")
     _check_count(workers, "worker")
-    if isinstance(scheduler_port, bool) or not isinstance(scheduler_port, int) or not (
-        0 < scheduler_port < 65536
-    ):
-        raise ValueError(
-            f"the scheduler port is an int between 1 and 65535, not {scheduler_port!r}"
-        )
+    check_port(scheduler_port, "the scheduler port")
     if verbose not in (0, 1, 2):
         raise ValueError(f"verbose (PS_VERBOSE) is 0, 1 or 2, not {verbose!r}")
     env = {

@@ -53,9 +53,10 @@ def port_accepts(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bo
         return False
 
 
-def check_port(port: object) -> int:
+def check_port(port: object, what: str = "a port") -> int:
+    """``port`` if it is a TCP port number, else ValueError naming ``what`` it is."""
     if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
-        raise ValueError(f"a port is an int between 1 and 65535, not {port!r}")
+        raise ValueError(f"{what} is an int between 1 and 65535, not {port!r}")
     return port
 
 
