@@ -1,9 +1,13 @@
 """Import MXNet and TensorFlow the way every notebook and worker process needs them.
 
-MXNet 1.9.1 is the last MXNet release and it predates numpy 1.24, which removed the
-``np.bool`` alias that MXNet still uses at import time. numpy 1.26.4 is the only numpy
-that both MXNet 1.9.1 and TensorFlow 2.21 accept, so the alias is put back before MXNet
-is imported. This must happen in *every* process (notebook kernels, cluster workers).
+MXNet 1.9.1 (2022) is the last MXNet release: the project moved to the Apache Attic in
+2023. Its metadata says ``numpy<2``, yet its Python code reads only a few names that numpy
+2 removed (constants such as ``np.PINF``, aliases such as ``np.alltrue``, ``np.compat``,
+stubs such as ``np.mirr``), at import time and when it registers its NumPy dispatch. The
+series installs MXNet without that stale requirement and puts those names back before
+``import mxnet``, in *every* process (notebook kernels, cluster workers):
+:data:`NUMPY_NAMES_MXNET_READS`, found by scanning MXNet's sources
+(``tests/test_numpy_fix.py`` repeats the scan, so a name missed here fails CI).
 
 MXNet's CPU speed depends on two settings it reads once, at import: how many OpenMP
 threads each operator gets (on x86 it assumes hyper-threading and takes half of the
@@ -36,12 +40,13 @@ matters when several tasks start at once on the same cores.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import importlib.util
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import numpy
@@ -57,9 +62,61 @@ MXNET_IMPORT_SETTINGS = ("MXNET_OMP_MAX_THREADS", "OMP_NUM_THREADS", "OPENBLAS_C
 _mxnet_import: dict[str, dict[str, str]] = {}
 
 
-def apply_numpy_fix() -> None:
-    """Restore the ``numpy.bool`` alias that MXNet 1.9.1 uses (removed in numpy 1.24)."""
-    vars(numpy).setdefault("bool", bool)
+def _calling(target: Any, name: str) -> Any:
+    """A function of its own that calls ``target``: MXNet keys its dispatch table by the
+    numpy function, so two removed names must not share one object with a living one."""
+    def restored(*args: Any, **kwargs: Any) -> Any:
+        return target(*args, **kwargs)
+
+    restored.__name__ = restored.__qualname__ = name
+    return restored
+
+
+def _expired(name: str) -> Any:
+    def expired(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"numpy.{name} was removed in numpy 1.20 (numpy_financial has it); "
+                           "MXNet only lists it among its NumPy fallbacks")
+
+    expired.__name__ = expired.__qualname__ = name
+    return expired
+
+
+def _in1d(ar1: Any, ar2: Any, assume_unique: bool = False, invert: bool = False) -> Any:
+    return numpy.isin(ar1, ar2, assume_unique=assume_unique, invert=invert).ravel()
+
+
+#: Every name numpy 2 (or 1.24) removed that MXNet 1.9.1's Python code reads, with what
+#: numpy 1.26 offered under it. ``bool`` matters only on numpy 1.24-1.26 (numpy 2 has a
+#: ``numpy.bool`` of its own, which is kept).
+NUMPY_NAMES_MXNET_READS: dict[str, Any] = {
+    "bool": bool,
+    "PZERO": 0.0, "NZERO": -0.0, "PINF": numpy.inf, "NINF": -numpy.inf, "Inf": numpy.inf,
+    "NaN": numpy.nan, "NAN": numpy.nan,
+    "alltrue": _calling(numpy.all, "alltrue"), "sometrue": _calling(numpy.any, "sometrue"),
+    "product": _calling(numpy.prod, "product"), "round_": _calling(numpy.round, "round_"),
+    "trapz": _calling(getattr(numpy, "trapezoid", None) or getattr(numpy, "trapz", None),
+                      "trapz"),
+    "msort": _calling(lambda a: numpy.sort(a, axis=0), "msort"),
+    "in1d": _calling(_in1d, "in1d"),
+    "compat": SimpleNamespace(basestring=str),
+    **{name: _expired(name) for name in ("mirr", "npv", "pmt", "ppmt", "pv", "rate")},
+}
+
+
+def apply_numpy_fix() -> list[str]:
+    """Put back the numpy names MXNet 1.9.1 reads (:data:`NUMPY_NAMES_MXNET_READS`).
+
+    Only names this numpy lacks are added; returns them. On Python 3.12+ a process whose
+    site-packages were installed after it started (a hosted notebook's setup cell) has no
+    ``distutils`` yet, which MXNet imports: importing setuptools provides it.
+    """
+    namespace = vars(numpy)
+    added = [name for name in NUMPY_NAMES_MXNET_READS if name not in namespace]
+    for name in added:
+        namespace[name] = NUMPY_NAMES_MXNET_READS[name]
+    if importlib.util.find_spec("distutils") is None:
+        importlib.import_module("setuptools")
+    return added
 
 
 def mxnet_tuning(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -99,7 +156,7 @@ def import_mxnet() -> ModuleType:
     if not mxnet.__version__.startswith("1.9"):
         raise RuntimeError(
             f"mxnet {mxnet.__version__} is installed, the series needs 1.9.1: "
-            "run `pip install mxnet==1.9.1 numpy==1.26.4` (or `make test`, which does it)"
+            "run `pip install --no-deps -r requirements-mxnet.txt` (or `make venv`, which does it)"
         )
     return mxnet
 
