@@ -12,6 +12,7 @@ import ast
 import importlib.util
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy
@@ -26,7 +27,9 @@ def numpy_names_read(source: str) -> set[str]:
     """The numpy attributes a module reads: ``np.X`` for every alias of ``import numpy``,
     ``from numpy import X``, and, in a module that calls ``getattr(np, name)``, each string
     constant that could be such a name (MXNet keeps lists of numpy function names)."""
-    tree = ast.parse(source)
+    with warnings.catch_warnings():  # MXNet's docstrings hold invalid escapes
+        warnings.simplefilter("ignore", SyntaxWarning)
+        tree = ast.parse(source)
     aliases = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.Import)
                for a in node.names if a.name == "numpy"}
     names, dynamic = set(), False
