@@ -262,14 +262,18 @@ def import_tensorflow(quiet: bool = True, keras: bool = True) -> ModuleType:
     """
     if not keras and "tensorflow" not in sys.modules and not _tf_keras_installed():
         os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    from helpers.devices.logical import share_jit_cache  # noqa: PLC0415  (before CUDA starts)
+
     if not quiet:
         import tensorflow as tf  # noqa: PLC0415
 
+        share_jit_cache(tf)
         tf.config.list_physical_devices()
         return tf
     with capture_fds((2,)) as captured:
         import tensorflow as tf  # noqa: PLC0415
 
+        share_jit_cache(tf)
         tf.config.list_physical_devices()
     if captured.stderr:
         _startup_log.append(captured.stderr)

@@ -167,11 +167,12 @@ def fit_gpu_profile(profile: Profile, card_mb: list[int], mxnet_on_gpu: bool) ->
 
 
 def _gpu_profile_for_this_machine() -> Profile:
-    from helpers.devices.inventory import query_nvidia_smi  # noqa: PLC0415
+    """The gpu profile fitted to the GPUs TensorFlow will use: those ``CUDA_VISIBLE_DEVICES``
+    allows, a MIG slice's memory rather than its card's (:func:`gpu_cards`)."""
+    from helpers.devices.inventory import gpu_cards  # noqa: PLC0415
     from helpers.frameworks import mxnet_route  # noqa: PLC0415
 
-    rows = query_nvidia_smi("memory.total") or []
-    memory = [int(r[0].split()[0]) for r in rows if r and r[0].split()[0].isdigit()]
+    memory = [card.memory_mb for card in gpu_cards() if card.memory_mb]
     if not memory:
         return PROFILES["gpu"]
     return fit_gpu_profile(PROFILES["gpu"], memory, mxnet_route().on_gpu)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 #: name as TensorFlow reports it, total memory in MiB as nvidia-smi reports it, capability
@@ -91,11 +92,20 @@ class FakeTFConfig:
         return self.growth.get(device.name, False)
 
 
+#: ``tf.sysconfig.get_build_info()["cuda_compute_capabilities"]`` of the TensorFlow 2.21.0
+#: wheel from PyPI, as it prints (read on a CPU machine: the wheel is the CUDA build).
+TF_2_21_CAPABILITIES = ["sm_60", "sm_70", "sm_80", "sm_89", "compute_90"]
+
+
 class FakeTF:
     """The ``tf`` module as the device helpers use it."""
 
+    __version__ = "2.21.0"
+
     def __init__(self, gpus: int, card: str = "T4") -> None:
         self.config = FakeTFConfig(gpus, card)
+        build = {"is_cuda_build": True, "cuda_compute_capabilities": TF_2_21_CAPABILITIES}
+        self.sysconfig = SimpleNamespace(get_build_info=lambda: build)
 
 
 @dataclass(frozen=True)
@@ -124,19 +134,34 @@ class FakeMX:
         return FakeContext("cpu", i)
 
 
-def fake_nvidia_smi(card: str, gpus: int, extra_mb: int = 0) -> Any:
-    """A ``subprocess.run`` that answers ``nvidia-smi --query-gpu=...`` like the driver does.
+def fake_nvidia_smi(card: str, gpus: int, extra_mb: int = 0, mig: tuple[str, ...] = ()) -> Any:
+    """A ``subprocess.run`` that answers ``nvidia-smi --query-gpu=...`` and ``-L`` like the driver.
 
     Card ``i`` reports ``i * extra_mb`` MiB more than the model's memory (0: all alike).
+    ``mig`` puts every card in MIG mode with slices of these profiles (``"1g.10gb"``):
+    ``-L`` lists them under their card, and ``memory.total`` still reports the whole card.
     """
-    name, memory, _capability = CARDS[card]
+    name, memory, capability = CARDS[card]
     values = {"index": lambda i: str(i), "uuid": lambda i: f"GPU-{i:08d}-aaaa-bbbb-cccc",
               "name": lambda i: name, "memory.total": lambda i: f"{memory + i * extra_mb} MiB",
-              "memory.used": lambda i: "0 MiB", "utilization.gpu": lambda i: "0 %"}
+              "memory.used": lambda i: "0 MiB", "utilization.gpu": lambda i: "0 %",
+              "compute_cap": lambda i: f"{capability[0]}.{capability[1]}"}
 
     def run(command: list[str], **_kwargs: Any) -> subprocess.CompletedProcess:
-        fields = command[1].split("=", 1)[1].split(",")
-        lines = [", ".join(values[f](i) for f in fields) for i in range(gpus)]
+        if command[1] == "-L":  # the format of nvidia-smi -L, MIG slices indented
+            lines = []
+            for i in range(gpus):
+                lines.append(f"GPU {i}: {name} (UUID: {values['uuid'](i)})")
+                lines += [f"  MIG {profile:<12}Device {j:>2}: (UUID: {mig_uuid(i, j)})"
+                          for j, profile in enumerate(mig)]
+        else:
+            fields = command[1].split("=", 1)[1].split(",")
+            lines = [", ".join(values[f](i) for f in fields) for i in range(gpus)]
         return subprocess.CompletedProcess(command, 0, "\n".join(lines) + "\n", "")
 
     return run
+
+
+def mig_uuid(card: int, slice_: int) -> str:
+    """The ``MIG-`` UUID :func:`fake_nvidia_smi` gives slice ``slice_`` of card ``card``."""
+    return f"MIG-{card:04d}{slice_:04d}-dddd-eeee-ffff-{card * 8 + slice_:012d}"

@@ -9,12 +9,15 @@ process and the gpu profile's sizes.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
+import sys
 
 import pytest
-from gpu_fakes import CARDS, FakeMX, FakeTF, fake_nvidia_smi
+from gpu_fakes import CARDS, FakeMX, FakeTF, fake_nvidia_smi, mig_uuid
 
+from helpers import frameworks
 from helpers.cluster.tf_cluster import gpu_task_env
 from helpers.devices import inventory, logical
 from helpers.devices.logical import reserve_mb
@@ -33,6 +36,17 @@ def gpu_route(card: str, gpus: int) -> MXNetRoute:
         return MXNetRoute("gpu", "ok", side_dir=".mxnet-gpu", gpus=gpus)
     return MXNetRoute("cpu", "no-kernel-image", side_dir=".mxnet-gpu",
                       cards=((CARDS[card][0], CARDS[card][2]),))
+
+
+@pytest.fixture(autouse=True)
+def jit_cache_home(monkeypatch, tmp_path):
+    """The CUDA JIT cache an H100 scenario sets up goes under ``tmp_path``; its variables
+    are undone after each test."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    for var in ("CUDA_CACHE_PATH", "CUDA_CACHE_MAXSIZE"):
+        monkeypatch.setenv(var, "")  # so that monkeypatch restores the original state ...
+        monkeypatch.delenv(var)  # ... after the code under test has set it
+    return tmp_path / "pdl-series" / "cuda"
 
 
 def machine(monkeypatch, card: str, gpus: int, route: MXNetRoute = CPU_WHEEL) -> FakeTF:
@@ -215,3 +229,82 @@ def test_gpu_virtual_devices_after_start_are_explained(monkeypatch):
     tf.config.started = True
     with pytest.raises(RuntimeError, match="already started.*restart the kernel"):
         logical.plan_devices(4)
+
+
+# --- H100: TensorFlow 2.21 ships PTX only for compute capability 9.0 ----------------------
+
+
+@pytest.mark.parametrize("card", list(CARDS), ids=[f"gpu-{c}" for c in CARDS])
+def test_gpu_jit_cache_is_shared_only_where_tensorflow_has_no_sass(monkeypatch, card,
+                                                                     jit_cache_home):
+    machine(monkeypatch, card, 2)
+    banner = logical.plan_devices(2).banner()
+    name = CARDS[card][0]
+    if card != "H100":  # T4 7.5 runs sm_70, L4 sm_89, A100 sm_80: no JIT, nothing set
+        assert "JIT" not in banner and "CUDA_CACHE_PATH" not in os.environ
+        assert "CUDA_CACHE_MAXSIZE" not in os.environ and not jit_cache_home.exists()
+        return
+    assert f"{name} (sm_90): TensorFlow 2.21.0 ships PTX only for it, so the first run is " \
+           f"slow: it JIT-compiles kernels into {jit_cache_home} (minutes, once;" in banner
+    assert os.environ["CUDA_CACHE_PATH"] == str(jit_cache_home) and jit_cache_home.is_dir()
+    assert os.environ["CUDA_CACHE_MAXSIZE"] == str(4 * 2**30)  # the documented maximum
+
+
+def test_gpu_jit_cache_keeps_a_cache_the_user_chose(monkeypatch, tmp_path):
+    machine(monkeypatch, "H100", 1)
+    monkeypatch.setenv("CUDA_CACHE_PATH", str(tmp_path / "mine"))
+    monkeypatch.setenv("CUDA_CACHE_MAXSIZE", "1073741824")
+    assert f"into {tmp_path / 'mine'} (minutes" in logical.plan_devices(1).banner()
+    assert os.environ["CUDA_CACHE_MAXSIZE"] == "1073741824"
+
+
+def test_gpu_jit_cache_is_set_before_cuda_starts(monkeypatch, jit_cache_home):
+    """import_tensorflow sets it before TensorFlow's first look for GPUs (where CUDA starts),
+    so the kernel's own process uses the cache its workers will inherit."""
+    tf = machine(monkeypatch, "H100", 1)
+    seen, listing = [], tf.config.list_physical_devices
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: (
+        seen.append(os.environ.get("CUDA_CACHE_PATH")), listing(kind))[1])
+    tf.get_logger = lambda: logging.getLogger("fake-tensorflow")
+    monkeypatch.setitem(sys.modules, "tensorflow", tf)
+    assert frameworks.import_tensorflow() is tf
+    assert seen == [str(jit_cache_home)]
+
+
+# --- MIG: the slice's memory, not the card's -------------------------------------------------
+
+
+def test_gpu_mig_a100_in_seven_slices_sizes_everything_from_one_slice(monkeypatch):
+    tf = machine(monkeypatch, "A100-80GB", 1)  # CUDA enumerates one MIG slice per process
+    monkeypatch.setattr(inventory.subprocess, "run",
+                        fake_nvidia_smi("A100-80GB", 1, mig=("1g.10gb",) * 7))
+    slice_mb = 10 * 10**9 // 2**20  # 9536 MiB, where memory.total says 81920
+    for visible in (None, mig_uuid(0, 4)):
+        if visible:
+            monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+        [card] = inventory.gpu_cards()
+        assert (card.name, card.memory_mb) == ("NVIDIA A100-SXM4-80GB MIG 1g.10gb", slice_mb)
+    plan = logical.plan_devices(2)
+    assert plan.memory.card_mb == slice_mb
+    assert 2 * plan.memory.per_device_mb + reserve_mb(slice_mb) <= slice_mb
+    assert {c.memory_limit for c in tf.config.logical["/physical_device:GPU:0"]} == \
+        {plan.memory.per_device_mb}
+    assert f"of its card's {slice_mb} MiB" in plan.banner() and "MIG 1g.10gb" in plan.banner()
+    profile = get_profile("gpu")  # 10^4 does not fit a 10 GB slice; 8000 does
+    assert profile.matpow_size == 8000 and f"does not fit {slice_mb} MiB" in profile.description
+    assert matpow_gpu_mb(8000, 1, False) <= slice_mb - reserve_mb(slice_mb)
+    assert gpu_task_env(1)("worker", 0)["CUDA_VISIBLE_DEVICES"] == mig_uuid(0, 4)
+
+
+def test_gpu_mig_h100_slices_of_different_sizes(monkeypatch, jit_cache_home):
+    machine(monkeypatch, "H100", 1)  # 3g.40gb + 2g.20gb + 2 x 1g.10gb: all 8 memory slices
+    monkeypatch.setattr(inventory.subprocess, "run", fake_nvidia_smi(
+        "H100", 1, mig=("3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb")))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", mig_uuid(0, 0))
+    [card] = inventory.gpu_cards()
+    assert (card.name, card.memory_mb) == ("NVIDIA H100 80GB HBM3 MIG 3g.40gb", 38146)
+    assert get_profile("gpu").matpow_size == 10_000  # the seed's size fits 40 GB
+    banner = logical.plan_devices(2).banner()
+    assert "of its card's 38146 MiB" in banner and "(sm_90)" in banner  # still an H100
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", mig_uuid(0, 2)[:12])  # a UUID prefix
+    assert inventory.gpu_cards()[0].memory_mb == 9536

@@ -8,12 +8,13 @@ Each framework is asked about its own devices: TensorFlow's GPU count says nothi
 MXNet's (the CPU wheel sees none on the same machine). :func:`gpu_cards` describes the
 GPUs TensorFlow can use before its runtime starts: the compute capability from
 TensorFlow's device details, the memory from ``nvidia-smi`` (TensorFlow reports memory
-only once its runtime runs, and then only what it allocated).
+only once its runtime runs, and then only what it allocated), a MIG slice's own.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -85,17 +86,22 @@ def list_devices(frameworks: tuple[str, ...] = FRAMEWORKS) -> Table:
     return table
 
 
-def query_nvidia_smi(fields: str) -> list[list[str]] | None:
-    """``nvidia-smi --query-gpu=FIELDS`` as rows of strings; None without a working driver."""
+def _smi(*args: str) -> str | None:
+    """What ``nvidia-smi ARGS`` prints; None without a working driver."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return None
     try:
-        out = subprocess.run(
-            [exe, f"--query-gpu={fields}", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=20, check=True,
-        ).stdout
+        return subprocess.run([exe, *args], capture_output=True, text=True, timeout=20,
+                              check=True).stdout
     except (subprocess.SubprocessError, OSError):
+        return None
+
+
+def query_nvidia_smi(fields: str) -> list[list[str]] | None:
+    """``nvidia-smi --query-gpu=FIELDS`` as rows of strings; None without a working driver."""
+    out = _smi(f"--query-gpu={fields}", "--format=csv,noheader")
+    if out is None:
         return None
     return [[part.strip() for part in line.split(",")] for line in out.strip().splitlines()]
 
@@ -133,7 +139,7 @@ def _smi_row_of(position: int, rows: list[list[str]]) -> list[str] | None:
     """The ``index,uuid,name,memory.total`` row of TensorFlow's GPU ``position``.
 
     nvidia-smi lists every GPU; CUDA (and so TensorFlow) numbers only the visible ones,
-    in the order ``CUDA_VISIBLE_DEVICES`` gives (indices or UUIDs).
+    in the order ``CUDA_VISIBLE_DEVICES`` gives (indices, ``GPU-`` or ``MIG-`` UUIDs).
     """
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
@@ -144,18 +150,39 @@ def _smi_row_of(position: int, rows: list[list[str]]) -> list[str] | None:
     return rows[position] if position < len(rows) else None
 
 
+def _with_mig_slices(rows: list[list[str]]) -> list[list[str]]:
+    """``index,uuid,name,memory.total`` rows, each card in MIG mode replaced by its slices.
+
+    Under MIG, CUDA sees the slices (``MIG-`` UUIDs, listed by ``nvidia-smi -L`` as
+    ``  MIG 1g.10gb     Device  0: (UUID: MIG-...)``), and ``memory.total`` still reports
+    the whole card. A slice's memory is in its profile's name, in GB (read as 10^9 bytes,
+    a little less than the slice holds).
+    """
+    slices: dict[str, list[list[str]]] = {}
+    card = None
+    for line in (_smi("-L") or "").splitlines():
+        if gpu := re.match(r"GPU (\d+): (.+) \(UUID: (\S+)\)", line):
+            card = gpu.groups()
+        elif (mig := re.match(r"\s+MIG (\S+)\s+Device\s+\d+: \(UUID: (\S+)\)", line)) and card \
+                and (gb := re.search(r"(\d+)gb", mig[1])):
+            slices.setdefault(card[2], []).append(
+                [card[0], mig[2], f"{card[1]} MIG {mig[1]}", f"{int(gb[1]) * 10**9 // 2**20} MiB"])
+    return [part for row in rows for part in slices.get(row[1], [row])]
+
+
 def gpu_cards() -> tuple[GPUCard, ...]:
-    """The GPUs TensorFlow can use, described without starting its runtime."""
+    """The GPUs TensorFlow can use, described without starting its runtime (MIG slices too)."""
     tf = import_tensorflow()
-    rows = query_nvidia_smi("index,uuid,name,memory.total") or []
+    rows = _with_mig_slices(query_nvidia_smi("index,uuid,name,memory.total") or [])
     cards = []
     for i, device in enumerate(tf.config.list_physical_devices("GPU")):
         details = tf.config.experimental.get_device_details(device) or {}
         row = _smi_row_of(i, rows)
         capability = details.get("compute_capability")
+        mig = row[2] if row and row[1].startswith("MIG-") else None
         cards.append(GPUCard(
             index=i,
-            name=str(details.get("device_name") or (row[2] if row else f"GPU {i}")),
+            name=str(mig or details.get("device_name") or (row[2] if row else f"GPU {i}")),
             memory_mb=_mib(row[3]) if row and len(row) > 3 else None,
             capability=tuple(capability) if capability else None,
         ))
