@@ -1,14 +1,17 @@
 """Check that the installed packages are the ones the series is pinned to.
 
 A plain ``pip install tensorflow mxnet`` quietly installs mxnet 1.0.0.post1 (MXNet 1.9.1
-needs numpy < 2, TensorFlow 2.21 prefers numpy 2, and pip backtracks to an ancient
+declares numpy < 2, TensorFlow 2.21 needs numpy >= 2.1, and pip backtracks to an ancient
 MXNet). Everything then fails later with confusing errors, so the series compares what
-is installed with ``requirements.txt`` up front and says how to repair it.
+is installed with ``requirements.txt`` and ``requirements-mxnet.txt`` (MXNet installs
+apart, with ``--no-deps``) up front and says how to repair it.
 
 On Colab and Kaggle the setup cell installs only what the notebooks run on (the
-``runtime`` extra of the series' package), not the maintainers' tools that
+``runtime`` extra of the series' package, plus MXNet), not the maintainers' tools that
 ``requirements.txt`` also pins (JupyterLab, nbval, pytest, ruff ...): a tool that is
-missing there is reported as not needed, not as a broken pin.
+missing there is reported as not needed, not as a broken pin. The extra gives numpy a
+range rather than a pin, so that a platform's numpy, already imported when the setup cell
+runs, can stay: a numpy inside that range is accepted.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from helpers.machine import package_version
 from helpers.table import Table
 
 REQUIREMENTS = Path(__file__).resolve().parent.parent / "requirements.txt"
+#: MXNet's pin, installed with ``pip install --no-deps -r`` (README: Why MXNet installs apart).
+MXNET_REQUIREMENTS = REQUIREMENTS.with_name("requirements-mxnet.txt")
 _PIN = re.compile(r"^([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?==([^\s;#]+)")
 DISTRIBUTION = "pdl-helpers"
 NOT_NEEDED = "not needed to run the notebooks"
@@ -41,33 +46,51 @@ def read_pins(path: Path | str = REQUIREMENTS) -> dict[str, str]:
     return pins
 
 
-def runtime_packages() -> set[str]:
-    """The packages the notebooks run on: the ``runtime`` extra of the installed series.
+def runtime_packages() -> dict[str, str]:
+    """The packages the notebooks run on, with the version range the series accepts: the
+    ``runtime`` extra of the installed series, and MXNet, which the setup cell adds apart.
 
     Empty when the series' own package is not installed, so that every pin counts.
     """
     try:
         requirements = metadata.requires(DISTRIBUTION) or []
     except metadata.PackageNotFoundError:
-        return set()
-    names = set()
+        return {}
+    ranges = {"mxnet": ""}
     for requirement in requirements:
-        name, _, marker = requirement.partition(";")
+        spec, _, marker = requirement.partition(";")
         if re.search(r"""extra\s*==\s*["']runtime["']""", marker):
-            names.add(re.split(r"[\s\[=<>!~]", name.strip(), maxsplit=1)[0].lower())
-    return names
+            name = re.split(r"[\s\[=<>!~(]", spec.strip(), maxsplit=1)[0]
+            ranges[name.lower()] = spec.strip()[len(name):].strip(" ()")
+    return ranges
+
+
+def _within(version: str, allowed: str) -> bool:
+    from packaging.specifiers import SpecifierSet  # noqa: PLC0415  (TensorFlow needs it)
+
+    return bool(allowed) and not allowed.startswith("==") and version in SpecifierSet(allowed)
 
 
 def pin_report(path: Path | str = REQUIREMENTS) -> Table:
-    """A table of each pin, the installed version and whether they agree (a maintainers'
-    tool that is not installed where only the runtime is, is marked as not needed)."""
+    """A table of each pin, the installed version and whether they agree.
+
+    ``requirements.txt`` comes with MXNet's pin from ``requirements-mxnet.txt``. Where only
+    the runtime is installed (Colab, Kaggle), a maintainers' tool that is missing is marked
+    as not needed, and a version inside the runtime extra's range (the platform's numpy)
+    is accepted.
+    """
     runtime = runtime_packages()
+    pins = read_pins(path)
+    if Path(path) == REQUIREMENTS:
+        pins |= read_pins(MXNET_REQUIREMENTS)
     table = Table(["package", "pinned", "installed", "ok"])
-    for package, pinned in read_pins(path).items():
+    for package, pinned in pins.items():
         installed = package_version(package)
         ok: bool | str = installed == pinned
         if installed is None and runtime and package not in runtime:
             ok = NOT_NEEDED
+        elif not ok and installed and _within(installed, runtime.get(package, "")):
+            ok = f"accepted: {runtime[package]}"
         table.append([package, pinned, installed or "missing", ok])
     return table
 
@@ -84,8 +107,8 @@ def broken_pins(path: Path | str = REQUIREMENTS) -> list[str]:
 def diagnose() -> Table:
     """Each known way the stack breaks, checked on this machine, with the fix.
 
-    The classic failures: the wrong MXNet (pip's silent fallback to 1.0.0.post1), numpy 2
-    (MXNet 1.9.1 cannot import it), a GPU machine whose driver is missing, and a GPU
+    The classic failures: the wrong MXNet (pip's silent fallback to 1.0.0.post1), a numpy
+    older than TensorFlow 2.21 needs, a GPU machine whose driver is missing, and a GPU
     machine where TensorFlow was installed as its CPU-only build. On GPU machines it also
     says how MXNet runs (:func:`gpu_rows`).
     """
@@ -97,16 +120,16 @@ def diagnose() -> Table:
         table.append(["MXNet version", "ok", "-"])
     else:
         table.append(["MXNet version", f"problem: {mxnet_version or 'missing'}",
-                      "pip install mxnet==1.9.1 numpy==1.26.4 (or re-run `make test`)"])
+                      "pip install --no-deps -r requirements-mxnet.txt (or re-run `make test`)"])
     numpy_version = package_version("numpy") or "missing"
-    if numpy_version.startswith("1.26"):
+    if _within(numpy_version, ">=2.1"):
         table.append(["numpy version", "ok", "-"])
     else:
         table.append(["numpy version", f"problem: {numpy_version}",
-                      "MXNet 1.9.1 needs numpy < 2 and TensorFlow 2.21 >= 1.26: "
-                      "pip install numpy==1.26.4"])
+                      "the series runs on numpy 2 (TensorFlow 2.21 needs 2.1 or newer): "
+                      "pip install -r requirements.txt -c constraints/py3.X.txt (your Python)"])
     broken = broken_pins()
-    table.append(["all pins of requirements.txt", "ok" if not broken else "problem: "
+    table.append(["all pins of requirements*.txt", "ok" if not broken else "problem: "
                   + "; ".join(broken), "-" if not broken else "pip install -r requirements.txt"])
     smi = nvidia_smi()
     if smi is None:

@@ -26,9 +26,18 @@ def test_the_silent_mxnet_fallback_is_caught(monkeypatch, no_gpu):
     monkeypatch.setattr(environment, "package_version", lambda p: versions.get(p, "0"))
     found = rows(environment.diagnose())
     assert found["MXNet version"] == (
-        "problem: 1.0.0.post1", "pip install mxnet==1.9.1 numpy==1.26.4 (or re-run `make test`)")
-    assert "numpy==1.26.4" in found["numpy version"][1]
-    assert found["all pins of requirements.txt"][0].startswith("problem")
+        "problem: 1.0.0.post1",
+        "pip install --no-deps -r requirements-mxnet.txt (or re-run `make test`)")
+    assert found["numpy version"][0] == "ok"  # 2.1 is what TensorFlow 2.21 needs at least
+    assert found["all pins of requirements*.txt"][0].startswith("problem")
+
+
+def test_a_numpy_1_is_caught(monkeypatch, no_gpu):
+    versions = {"mxnet": "1.9.1", "numpy": "1.26.4"}
+    monkeypatch.setattr(environment, "package_version", lambda p: versions.get(p, "0"))
+    status, fix = rows(environment.diagnose())["numpy version"]
+    assert status == "problem: 1.26.4"
+    assert "numpy 2" in fix and "constraints/py3.X.txt" in fix
 
 
 def _gpu_machine(monkeypatch, card, gpus, route, mxnet_gpus=0):
