@@ -30,14 +30,26 @@ Why the setup cell looks the way it does:
   editable install.
 * The install is inline rather than in a module fetched at run time: a learner reads in
   the cell exactly what it runs (``git clone``, ``pip install``), and no code is
-  downloaded and executed unseen. The pins are the ``runtime`` extra of
+  downloaded and executed unseen. The packages are the ``runtime`` extra of
   ``pyproject.toml`` (the notebooks' packages from ``requirements.txt``, without
-  JupyterLab, nbval, pytest or ruff); a unit test keeps the two lists equal.
-* After installing, the cell always asks for a restart, in plain words: Colab and Kaggle
-  ship numpy 2, and numpy 1.26.4 (the one MXNet 1.9.1 and TensorFlow 2.21 share) cannot
-  replace a numpy that the session has already imported; the editable install and, on
-  Python 3.12, setuptools' ``distutils`` (which MXNet imports) only take effect when
-  Python starts. Run in the same session, later cells would fail in confusing ways.
+  JupyterLab, nbval, pytest or ruff; a unit test keeps the two lists in agreement) and
+  MXNet from ``requirements-mxnet.txt``, without its stale ``numpy<2``. pip's output is
+  printed line by line: about 700 MB take minutes, and silence looks like a hang.
+* No restart where none is needed. Colab (Python 3.13) has numpy 2.1.3 imported before the
+  first cell runs; the extra gives numpy a range that includes it, so pip keeps it, and the
+  cell puts the clone on ``sys.path`` itself (the editable install's ``.pth`` file is read
+  only when Python starts, so it serves the cluster's worker processes, not this one).
+  ``helpers.import_mxnet`` imports setuptools where ``distutils`` (which MXNet imports) is
+  not importable yet. Only where pip had to replace a module that the session already
+  holds in memory (a numpy outside the range, an older matplotlib) is a new process
+  needed: the cell then *raises* after saying so, so that "Run all" and Kaggle's "Save
+  Version" stop there instead of failing later in confusing ways.
+* The clone matches the notebook: the cell clones the tag of this release (``v`` +
+  ``[project] version``; maintainers tag every version they publish) and says so when the
+  repository has no such tag and it takes ``main``. ``SERIES_REPOSITORY`` and
+  ``SERIES_REF`` override the address and the ref (forks, mirrors, tests).
+* An unsupported Python gets one paragraph saying what to do, raised before anything is
+  installed.
 
 ``--tag-solutions`` also adds the ``solution`` tag to every code cell whose first line
 is ``# Solution`` (the convention ``make student`` relies on).
@@ -75,29 +87,67 @@ README_START, README_END = "<!-- badges:start -->", "<!-- badges:end -->"
 _GITHUB = re.compile(r"^https://github\.com/(?P<slug>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)(\.git)?/?$")
 
 SETUP_TEMPLATE = '''\
-# Setup for Colab and Kaggle: fetch the series and install its pinned packages (a few minutes).
-# Wherever the series is installed already (its repository after `make`) this does nothing.
+# Setup for Colab and Kaggle: fetch the series and install its packages (a few minutes; pip
+# shows its progress). Wherever the series is installed already (its repository after `make`)
+# this does nothing. SERIES_REPOSITORY and SERIES_REF name another copy (a fork, a mirror).
+import importlib
 import importlib.util
 import os
 import subprocess
 import sys
 
 if importlib.util.find_spec("helpers") is None:
-    repository = "{url}"
+    if not (3, 11) <= sys.version_info[:2] <= (3, 13):
+        raise RuntimeError(
+            f"This runtime has Python {{sys.version_info[0]}}.{{sys.version_info[1]}}; the series "
+            "runs on Python 3.11 to 3.13 (TensorFlow 2.21 has no wheel for newer ones). On "
+            "Colab, open the Command Palette and choose 'Use fallback runtime version', or a "
+            "runtime with Python 3.12 or 3.13; elsewhere, open this notebook with Python 3.13.")
+    repository = os.environ.get("SERIES_REPOSITORY", "{url}")
+    ref = os.environ.get("SERIES_REF", "{ref}")  # the release these notebooks belong to
     home = os.path.expanduser("~/{name}")
 
-    def run(*command):
-        done = subprocess.run(command, capture_output=True, text=True)
-        if done.returncode:  # on Kaggle: switch Internet on in the notebook's settings
-            raise RuntimeError(done.stderr.strip()[-800:] or f"exit code {{done.returncode}}")
+    def run(*command):  # printed line by line: every notebook front end shows print()
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True)
+        tail = []
+        for line in process.stdout:
+            print(line, end="")
+            tail = (tail + [line.strip()])[-3:]
+        if process.wait():  # on Kaggle: switch Internet on in the notebook's settings
+            raise RuntimeError(f"{{' '.join(command[:4])}} ... failed: {{' | '.join(tail)}}")
 
     if not os.path.isdir(home):
-        run("git", "clone", "--quiet", "--depth=1", "--branch={branch}", repository, home)
-    run(sys.executable, "-m", "pip", "install", "--quiet", "-e", home + "[runtime]")
-    # numpy 1.26.4 (replacing the platform's numpy 2), the series and, on Python 3.12,
-    # setuptools' distutils for MXNet take effect only in a new Python process.
-    print("Installed. Now restart the session (Colab: Runtime > Restart session; Kaggle: "
-          "Run > Restart & clear cell outputs) and run all cells: this cell will then pass.")'''
+        found = subprocess.run(["git", "ls-remote", repository, ref], capture_output=True,
+                               text=True).stdout
+        if not found.strip():
+            print(f"{{repository}} has no {{ref}}: taking its main branch, which may be newer")
+            ref = "main"
+        run("git", "clone", "--depth=1", f"--branch={{ref}}", repository, home)
+    # TensorFlow, matplotlib, ...; numpy only if the platform's is outside the series' range.
+    # Kaggle pins protobuf 5 and TensorFlow 2.21 needs 6.31+: pip upgrades it and names the
+    # preinstalled packages that wanted 5; the series uses none of them.
+    run(sys.executable, "-m", "pip", "install", "-e", home + "[runtime]")
+    # MXNet 1.9.1 declares numpy<2, which is stale: installed without its requirements.
+    run(sys.executable, "-m", "pip", "install", "--no-deps", "-r",
+        os.path.join(home, "requirements-mxnet.txt"))
+    # The editable install reaches new processes (cluster workers); this one needs the path.
+    sys.path.insert(0, home)
+    importlib.invalidate_caches()
+    from importlib import metadata
+
+    stale = []  # modules in memory that pip replaced on disk: only a new process sees those
+    for module, dist in [("numpy", "numpy"), ("matplotlib", "matplotlib"), ("psutil", "psutil"),
+                         ("google.protobuf", "protobuf")]:
+        if module in sys.modules:
+            before, now = sys.modules[module].__version__, metadata.version(dist)
+            stale += [f"{{dist}} {{before}} (now {{now}})"] if before != now else []
+    if stale:
+        raise RuntimeError(
+            f"Installed, but this session had {{', '.join(stale)}} loaded already. Restart the "
+            "session once (Colab: Runtime > Restart session; Kaggle: Run > Restart & clear cell "
+            "outputs) and run all cells: this cell will then do nothing.")
+    print("The series is installed in this session: go on, no restart needed.")'''
 
 BADGES_TEMPLATE = (
     "[![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
@@ -129,9 +179,18 @@ def github_slug(url: str) -> str:
     return match["slug"]
 
 
-def setup_source(url: str, branch: str = BRANCH) -> str:
-    """The setup cell's code for the repository at ``url``."""
-    return SETUP_TEMPLATE.format(url=url, branch=branch, name=github_slug(url).split("/")[1])
+def release_ref(pyproject: Path = PYPROJECT) -> str:
+    """The tag of this release, ``v`` + ``[project] version``: setup cells clone it, so that a
+    notebook gets the helpers it was stored with (maintainers tag each version they publish)."""
+    with open(pyproject, "rb") as f:
+        return "v" + tomllib.load(f)["project"]["version"]
+
+
+def setup_source(url: str, ref: str | None = None) -> str:
+    """The setup cell's code for the repository at ``url``, cloning ``ref`` (this release's
+    tag unless given)."""
+    return SETUP_TEMPLATE.format(url=url, ref=ref or release_ref(),
+                                 name=github_slug(url).split("/")[1])
 
 
 def badges_source(url: str, path: str, branch: str = BRANCH) -> str:
@@ -174,7 +233,7 @@ def update_notebook(nb: dict[str, Any], path: str, url: str, branch: str = BRANC
     changes: list[str] = []
     cells: list[dict[str, Any]] = nb.setdefault("cells", [])
     wanted = {BADGES_ID: ("markdown", badges_source(url, path, branch)),
-              SETUP_ID: ("code", setup_source(url, branch))}
+              SETUP_ID: ("code", setup_source(url))}
     found: dict[str, dict[str, Any]] = {}
     for cell_id in wanted:
         index = next((i for i, c in enumerate(cells) if c.get("id") == cell_id), None)
@@ -238,7 +297,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true",
                         help="change nothing; exit 1 if a notebook is not up to date")
     parser.add_argument("--branch", default=BRANCH,
-                        help="the branch badges and setup cells point at (default: %(default)s)")
+                        help="the branch the badges point at (default: %(default)s); setup cells "
+                             "clone the release tag, v + pyproject's version")
     parser.add_argument("--tag-solutions", action="store_true",
                         help="also tag code cells that start with '# Solution' as 'solution'")
     args = parser.parse_args(argv)
