@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from helpers.measure.timing import TimingResult
 
@@ -64,25 +64,6 @@ def line_speedup(
     return fig
 
 
-def line_bandwidth(
-    sizes_bytes: Sequence[float], series: Mapping[str, Sequence[float]], title: str = ""
-) -> Figure:
-    """Bandwidth (GB/s) against transfer size (bytes, log scale), one line per series."""
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    for label, gbps in series.items():
-        _check_lengths(sizes_bytes, gbps, f"line_bandwidth {label!r}")
-        ax.plot(sizes_bytes, gbps, marker="o", label=label)
-    ax.set_xscale("log")
-    ax.set_xlabel("transfer size (bytes)")
-    ax.set_ylabel("bandwidth (GB/s)")
-    ax.set_title(title)
-    ax.legend()
-    fig.tight_layout()
-    return fig
-
-
 def save_figure(fig: Figure, name: str, directory: Path | str | None = None) -> Path:
     """Save a figure as PNG beside the notebook's JSON results (for ``make run``'s report)."""
     from helpers.results import results_dir  # noqa: PLC0415
@@ -92,3 +73,34 @@ def save_figure(fig: Figure, name: str, directory: Path | str | None = None) -> 
     path = folder / f"{name}.png"
     fig.savefig(path, dpi=100)
     return path
+
+
+def plot_roofline(roof: Any, ops: Sequence[Any] = (), title: str = "") -> Figure:
+    """Log-log roofline of ``roof`` (``Roofline``, written in notebook 12) with the
+    operations placed by intensity and measured FLOP/s; operations with no FLOPs
+    (copies) have no place on it."""
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    placed = [op for op in ops if op.flops > 0]
+    xs = [op.intensity for op in placed] + [roof.ridge]
+    low, high = min(xs) / 4, max(xs) * 4
+    grid = [low * (high / low) ** (i / 200) for i in range(201)]
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    ax.plot(grid, [roof.attainable(x) for x in grid], color="black", lw=2,
+            label=f"roof: {roof.peak / 1e9:.3g} GFLOP/s, {roof.bandwidth / 1e9:.3g} GB/s")
+    ax.axvline(roof.ridge, color="grey", ls=":", lw=1)
+    ax.text(roof.ridge, roof.peak * 1.15, f" ridge {roof.ridge:.3g} FLOP/B", color="grey",
+            fontsize=8)
+    for op in placed:
+        ax.plot(op.intensity, op.flops_per_second, "o")
+        ax.annotate(op.name, (op.intensity, op.flops_per_second), fontsize=7,
+                    xytext=(4, -10), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_ylim(top=roof.peak * 3)
+    ax.set_xlabel("arithmetic intensity (FLOP per byte)")
+    ax.set_ylabel("FLOP/s")
+    ax.set_title(title or f"Roofline of {roof.name or 'this machine'}")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig

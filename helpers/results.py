@@ -56,12 +56,3 @@ def save_results(name: str, data: dict[str, Any], directory: Path | str | None =
               "machine": describe_machine(), "results": _plain(data)}
     path.write_text(json.dumps(record, indent=2, sort_keys=True))
     return path
-
-
-def load_results(name: str, directory: Path | str | None = None) -> dict[str, Any]:
-    """Read back what :func:`save_results` wrote."""
-    folder = Path(directory) if directory is not None else results_dir()
-    path = folder / f"{name}.json"
-    if not path.exists():
-        raise FileNotFoundError(f"no results at {path}; run the notebook that saves {name!r} first")
-    return json.loads(path.read_text())

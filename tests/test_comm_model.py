@@ -5,13 +5,9 @@ import pytest
 
 from helpers.cost.communication import (
     AlphaBeta,
-    amdahl_speedup,
-    compute_seconds,
     fit_alpha_beta,
-    karp_flatt,
     parameter_server_seconds,
     ring_allreduce_seconds,
-    step_seconds,
 )
 
 LINK = AlphaBeta(1e-4, 1e-9, "test")
@@ -89,29 +85,6 @@ def test_alpha_beta_rejects_negative_or_bad_values():
         AlphaBeta.network("dead", 1e-6, 0)
 
 
-def test_amdahl_limits():
-    assert amdahl_speedup(1, 0.9) == pytest.approx(1.0)
-    assert amdahl_speedup(8, 1.0) == pytest.approx(8.0)
-    assert amdahl_speedup(8, 0.0) == pytest.approx(1.0)
-    assert amdahl_speedup(10**6, 0.95) == pytest.approx(20.0, rel=1e-3)
-    assert amdahl_speedup(4, 0.5) < amdahl_speedup(8, 0.5) < 2.0
-
-
-def test_karp_flatt_inverts_amdahl():
-    for p in (0.5, 0.9, 0.99):
-        for n in (2, 4, 16):
-            assert karp_flatt(amdahl_speedup(n, p), n) == pytest.approx(1 - p)
-
-
-@pytest.mark.parametrize("call", [
-    lambda: amdahl_speedup(0, 0.5), lambda: amdahl_speedup(2, 1.5),
-    lambda: amdahl_speedup(True, 0.5), lambda: karp_flatt(1.5, 1), lambda: karp_flatt(0, 4),
-])
-def test_amdahl_and_karp_flatt_reject_bad_input(call):
-    with pytest.raises(ValueError):
-        call()
-
-
 def test_ring_allreduce_bandwidth_term_is_bounded():
     m = 1e8
     assert ring_allreduce_seconds(1, m, LINK) == 0
@@ -135,33 +108,3 @@ def test_parameter_server_load_grows_with_workers_per_server():
         2 * (4 * 1e-4 + m * 1e-9))
     # A single server falls behind a ring for large gradients and many workers.
     assert parameter_server_seconds(64, 1e8, LINK) > 10 * ring_allreduce_seconds(64, 1e8, LINK)
-
-
-def test_compute_seconds_with_shared_slots():
-    per_step = AlphaBeta(0.001, 1e-5)  # 1 ms fixed + 10 us per example
-    assert compute_seconds(1, 1000, per_step) == pytest.approx(0.011)
-    assert compute_seconds(2, 1000, per_step) == pytest.approx(0.006)
-    # Four workers on two cores: the total work (4 fixed costs + 1000 examples) over 2.
-    assert compute_seconds(4, 1000, per_step, slots=2) == pytest.approx((4 * 0.001 + 0.01) / 2)
-    assert compute_seconds(2, 1000, per_step, slots=2) == compute_seconds(2, 1000, per_step)
-
-
-def test_step_seconds_adds_the_chosen_exchange():
-    per_step = AlphaBeta(0.001, 1e-5)
-    base = compute_seconds(4, 1000, per_step)
-    assert step_seconds(4, 1000, per_step, 1e6, LINK, "none") == base
-    assert step_seconds(4, 1000, per_step, 1e6, LINK, "ring") == pytest.approx(
-        base + ring_allreduce_seconds(4, 1e6, LINK))
-    assert step_seconds(4, 1000, per_step, 1e6, LINK, "ps", servers=2) == pytest.approx(
-        base + parameter_server_seconds(4, 1e6, LINK, 2))
-
-
-@pytest.mark.parametrize("call", [
-    lambda: step_seconds(2, 100, LINK, 1e6, LINK, scheme="mpi"),
-    lambda: compute_seconds(2, 0, LINK), lambda: compute_seconds(2, 10, LINK, slots=0),
-    lambda: ring_allreduce_seconds(0, 1e6, LINK), lambda: ring_allreduce_seconds(2, -1, LINK),
-    lambda: parameter_server_seconds(4, 1e6, LINK, servers=0),
-])
-def test_cost_functions_reject_bad_input(call):
-    with pytest.raises(ValueError):
-        call()

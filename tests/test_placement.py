@@ -77,7 +77,8 @@ def test_unrelated_text_gives_no_records():
 def test_real_tensorflow_run_on_two_logical_cpus():
     """End to end: logical CPUs, logging on before the runtime starts, ops pinned."""
     program = """
-        from helpers import capture_placement, import_tensorflow, use_logical_cpus
+        from helpers import capture_placement, import_tensorflow
+        from helpers.devices.logical import use_logical_cpus
         tf = import_tensorflow()
         use_logical_cpus(2)
         tf.debugging.set_log_device_placement(True)

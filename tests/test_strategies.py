@@ -14,7 +14,8 @@ from helpers.devices.strategies import (
 )
 
 CPU_ONLY = """
-from helpers import import_tensorflow, use_logical_cpus
+from helpers import import_tensorflow
+from helpers.devices.logical import use_logical_cpus
 from helpers.devices.strategies import mirrored_over, replica_devices
 tf = import_tensorflow()
 if tf.config.list_physical_devices("GPU"):

@@ -37,7 +37,9 @@ def _targets(tree: ast.AST, here: str, known: dict[str, Path]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             # The package uses absolute imports only.
             base = node.module or ""
-            names = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            # `from helpers import mxnet_gpu` names the module, not the package's face.
+            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
+                     for alias in node.names]
         # Python runs a package's __init__ before any module inside it; that edge is
         # left out, so a module's imports are the modules it names.
         found |= {name for name in names if name in known and name != here}

@@ -1,11 +1,8 @@
-"""Why speed-up levels off: small cost models of data-parallel training.
+"""The latency-bandwidth model and the two gradient exchanges, as notebook 10 derives them.
 
-Three models, each a line or two of arithmetic, so a notebook can calibrate them on the
-machine it runs on and then ask "what if":
+Notebook 10 writes Amdahl's law, the Karp-Flatt metric and the step model in its cells;
+notebooks 11 and 12 reuse the pieces kept here:
 
-* **Amdahl's law**: a fraction ``p`` of the work parallelises, so ``n`` workers give at
-  most ``1 / ((1 - p) + p / n)``; :func:`karp_flatt` reads the serial fraction back from
-  a measured speed-up.
 * **Latency-bandwidth (alpha-beta)**: moving ``m`` bytes costs ``alpha + beta * m``
   (``alpha`` the fixed cost of a message, ``1 / beta`` the bandwidth). The same straight
   line describes a training step's compute, ``fixed + per_example * batch``. Both are
@@ -14,9 +11,6 @@ machine it runs on and then ask "what if":
   servers receive every worker's gradient, against ring all-reduce
   (:func:`ring_allreduce_seconds`), where each worker sends about ``2 m`` bytes whatever
   the number of workers but pays ``2 (n - 1)`` latencies.
-
-:func:`step_seconds` adds compute and communication (no overlap: the pessimistic case)
-for a fixed global batch split over ``n`` workers sharing ``slots`` devices.
 """
 
 from __future__ import annotations
@@ -26,8 +20,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-SCHEMES = ("ps", "ring", "none")
 
 
 def _check_workers(n: int, what: str = "workers") -> None:
@@ -115,36 +107,9 @@ def fit_alpha_beta(
     return AlphaBeta(float(alpha) / transfers, float(beta) / transfers, name)
 
 
-def amdahl_speedup(workers: int, parallel_fraction: float) -> float:
-    """Amdahl's law: the speed-up of ``workers`` when ``parallel_fraction`` of the work
-    parallelises perfectly and the rest does not at all."""
-    _check_workers(workers)
-    _check_nonneg(parallel_fraction, "parallel_fraction")
-    if parallel_fraction > 1:
-        raise ValueError(f"parallel_fraction is between 0 and 1, not {parallel_fraction!r}")
-    return 1.0 / ((1.0 - parallel_fraction) + parallel_fraction / workers)
-
-
-def karp_flatt(speedup: float, workers: int) -> float:
-    """The serial fraction implied by a measured speed-up (Karp-Flatt metric).
-
-    If it grows with the number of workers, the loss is not a fixed serial part (Amdahl)
-    but an overhead that grows with the workers, such as communication.
-    """
-    _check_workers(workers)
-    if workers == 1:
-        raise ValueError("the serial fraction needs a speed-up measured with 2 or more workers")
-    _check_nonneg(speedup, "speedup")
-    if speedup == 0:
-        raise ValueError("a speed-up must be > 0")
-    return (1.0 / speedup - 1.0 / workers) / (1.0 - 1.0 / workers)
-
-
 def ring_allreduce_seconds(workers: int, nbytes: float, link: AlphaBeta) -> float:
     """Ring all-reduce of ``nbytes`` per worker: 2 (n - 1) steps of ``nbytes / n`` each
-    (reduce-scatter then all-gather); zero for one worker."""
-    _check_workers(workers)
-    _check_nonneg(nbytes, "nbytes")
+    (reduce-scatter then all-gather), derived in notebook 10."""
     n = workers
     return 2 * (n - 1) * link.alpha + 2 * (n - 1) / n * nbytes * link.beta
 
@@ -152,50 +117,8 @@ def ring_allreduce_seconds(workers: int, nbytes: float, link: AlphaBeta) -> floa
 def parameter_server_seconds(
     workers: int, nbytes: float, link: AlphaBeta, servers: int = 1,
 ) -> float:
-    """Push ``nbytes`` of gradients from every worker, pull as many weights back.
-
-    The gradients are sharded over ``servers``. In each direction the busiest endpoint
-    sets the time: a server handles one message from each worker (``workers`` messages
-    of ``nbytes / servers``), a worker one message to each server. Messages at one
-    endpoint are handled one after another, so both the latency and the bandwidth terms
-    grow with the workers per server. With one worker and one server it is a push plus a
-    pull, ``2 (alpha + beta m)``: what a round trip over a local ps-lite cluster measures.
-    """
-    _check_workers(workers)
-    _check_workers(servers, "servers")
-    _check_nonneg(nbytes, "nbytes")
+    """Push ``nbytes`` of gradients from every worker to ``servers``, pull the weights back:
+    the busier endpoint sets the time (derived in notebook 10)."""
     messages = max(workers, servers)
     load = max(workers / servers, 1.0)
     return 2 * (messages * link.alpha + load * nbytes * link.beta)
-
-
-def compute_seconds(
-    workers: int, global_batch: int, per_step: AlphaBeta, slots: int | None = None,
-) -> float:
-    """Compute time of one step when ``workers`` split ``global_batch`` examples.
-
-    Each worker pays ``per_step.time(global_batch / workers)``. With ``slots`` devices
-    (cores, GPUs) shared by the workers, only ``min(workers, slots)`` of them run at once,
-    so the total work is spread over that many; ``None`` means one device per worker.
-    """
-    _check_workers(workers)
-    _check_workers(global_batch, "examples in the global batch")
-    if slots is not None:
-        _check_workers(slots, "slots")
-    parallel = workers if slots is None else min(workers, slots)
-    return per_step.time(global_batch / workers) * workers / parallel
-
-
-def step_seconds(
-    workers: int, global_batch: int, per_step: AlphaBeta, nbytes: float, link: AlphaBeta,
-    scheme: str = "ps", servers: int = 1, slots: int | None = None,
-) -> float:
-    """Compute plus gradient exchange for one step (no overlap between them)."""
-    if scheme not in SCHEMES:
-        raise ValueError(f"scheme must be one of {SCHEMES}, not {scheme!r}")
-    compute = compute_seconds(workers, global_batch, per_step, slots)
-    if scheme == "ps":
-        return compute + parameter_server_seconds(workers, nbytes, link, servers)
-    if scheme == "ring":
-        return compute + ring_allreduce_seconds(workers, nbytes, link)
-    return compute

@@ -20,8 +20,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from helpers.table import Table
-
 
 @dataclass(frozen=True)
 class LayerCost:
@@ -59,17 +57,6 @@ def layer_costs(model_or_layers: Any) -> list[LayerCost]:
     """:func:`layer_cost` for every layer of a built model (or a list of layers)."""
     layers: Iterable[Any] = getattr(model_or_layers, "layers", model_or_layers)
     return [layer_cost(layer) for layer in layers]
-
-
-def costs_table(costs: list[LayerCost]) -> Table:
-    """One row per layer plus the total."""
-    table = Table(["layer", "kind", "parameters", "forward FLOPs per example",
-                   "outputs per example"])
-    for c in costs:
-        table.append([c.name, c.kind, c.params, c.flops, c.outputs])
-    table.append(["total", "", sum(c.params for c in costs), sum(c.flops for c in costs),
-                  sum(c.outputs for c in costs)])
-    return table
 
 
 def training_flops_per_example(costs: list[LayerCost]) -> float:

@@ -14,9 +14,7 @@ replica holds all of them. ZeRO (Rajbhandari et al., 2019) shards them over the 
 data-parallel replicas instead: stage 1 the optimizer states, stage 2 the gradients as
 well, stage 3 the weights as well, each replica keeping ``1 / N`` of what is sharded and
 fetching the rest when it needs it (more communication, for much less memory).
-:func:`zero_bytes_per_replica` is that arithmetic, with the paper's mixed-precision Adam
-as default (2-byte weights and gradients, 12 bytes of float32 master weights and
-moments per parameter: 16 bytes per parameter before sharding).
+Notebook 13 writes that arithmetic (``zero_bytes_per_replica``) in a cell.
 """
 
 from __future__ import annotations
@@ -37,9 +35,6 @@ PUBLISHED_MODELS: tuple[tuple[str, float, str], ...] = (
     ("Llama 2 7B", 6.7e9, "Touvron et al., 2023"),
     ("GPT-3", 175e9, "Brown et al., 2020"),
 )
-
-ZERO_STAGES = (0, 1, 2, 3)
-
 
 @dataclass(frozen=True)
 class TrainingMemory:
@@ -96,25 +91,3 @@ class TrainingMemory:
             table.append([name, value / 1e6, f"{value / total:.0%}"])
         table.append(["total", self.total / 1e6, "100%"])
         return table
-
-
-def zero_bytes_per_replica(params: float, replicas: int, stage: int, weight_bytes: int = 2,
-                           grad_bytes: int = 2, optimizer_bytes: int = 12) -> float:
-    """Model-state bytes per replica under ZeRO ``stage`` (0: plain data parallelism).
-
-    ``optimizer_bytes`` per parameter covers everything the optimizer keeps (with mixed
-    precision, the float32 master weights and Adam's two moments: 12). Activations are
-    not included: sharding the model states does not change them.
-    """
-    require_number("params", params, minimum=0)
-    require_int("replicas", replicas, 1)
-    if stage not in ZERO_STAGES:
-        raise ValueError(f"stage must be one of {ZERO_STAGES}, not {stage!r}")
-    for name, value in (("weight_bytes", weight_bytes), ("grad_bytes", grad_bytes),
-                        ("optimizer_bytes", optimizer_bytes)):
-        require_int(name, value, 0)
-    n = replicas
-    weights = params * weight_bytes / (n if stage >= 3 else 1)
-    grads = params * grad_bytes / (n if stage >= 2 else 1)
-    states = params * optimizer_bytes / (n if stage >= 1 else 1)
-    return weights + grads + states

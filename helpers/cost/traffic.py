@@ -1,13 +1,12 @@
-"""Count the bytes every device sends and receives in a collective, and what theory predicts.
+"""Count the bytes every device sends and receives in a collective.
 
 An all-reduce written by hand moves tensors between devices with one small function
 (``move(x, src, dst)``). :meth:`Traffic.watch` wraps the operations an algorithm is
-given so that this function also records every transfer; the notebook then puts the
-bytes each device sent and received beside the closed-form counts
-(:func:`naive_allreduce_bytes`, :func:`ring_allreduce_bytes`) and asserts that the
-algorithm it wrote moves exactly what the theory says. The counter knows nothing about
-frameworks: it is told the size of each transfer by ``nbytes``, a function of the tensor
-(:func:`tensor_nbytes` works for NumPy, TensorFlow and MXNet).
+given so that this function also records every transfer; notebook 11 then puts the
+bytes each device sent and received beside the closed-form counts it writes, and
+asserts that the algorithm moves exactly what the theory says. The counter knows
+nothing about frameworks: it is told the size of each transfer by ``nbytes``, a
+function of the tensor (:func:`tensor_nbytes` works for NumPy, TensorFlow and MXNet).
 """
 
 from __future__ import annotations
@@ -88,37 +87,6 @@ class _Watched:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._ops, name)
-
-
-def _check(devices: int, nbytes: int) -> None:
-    require_int("the number of devices", devices, 1)
-    require_int("nbytes", nbytes, 0)
-
-
-def naive_allreduce_bytes(devices: int, nbytes: int, root: int = 0) -> list[tuple[int, int]]:
-    """(sent, received) per device when everyone sends to ``root``, which sends the sum back.
-
-    The root receives and sends ``(n - 1) m`` bytes, every other device ``m`` each way:
-    the root's link carries ``n - 1`` times more than anyone else's.
-    """
-    _check(devices, nbytes)
-    require_int("root", root, 0, devices - 1)
-    root_bytes = (devices - 1) * nbytes
-    return [(root_bytes, root_bytes) if i == root else (nbytes, nbytes) for i in range(devices)]
-
-
-def ring_allreduce_bytes(devices: int, nbytes: int) -> list[tuple[int, int]]:
-    """(sent, received) per device for ring all-reduce of ``nbytes`` cut into ``n`` chunks.
-
-    ``n - 1`` steps of reduce-scatter and ``n - 1`` of all-gather, one chunk of
-    ``m / n`` bytes per step and device: ``2 (n - 1) m / n`` each way, the same for every
-    device (``nbytes`` must divide by ``n`` for the count to be exact).
-    """
-    _check(devices, nbytes)
-    if nbytes % devices:
-        raise ValueError(f"{nbytes} bytes do not split into {devices} equal chunks")
-    each = 2 * (devices - 1) * nbytes // devices
-    return [(each, each)] * devices
 
 
 def traffic_table(counts: dict[str, Sequence[tuple[int, int]]],

@@ -18,7 +18,6 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
-from typing import Any
 
 from helpers.frameworks import import_mxnet, import_tensorflow
 from helpers.table import Table
@@ -29,11 +28,6 @@ FRAMEWORKS = ("tensorflow", "mxnet")
 def _check_framework(framework: str) -> None:
     if framework not in FRAMEWORKS:
         raise ValueError(f"framework must be one of {FRAMEWORKS}, not {framework!r}")
-
-
-def _check_index(i: int) -> None:
-    if not isinstance(i, int) or isinstance(i, bool) or i < 0:
-        raise ValueError(f"a GPU index is an int >= 0, not {i!r}")
 
 
 def cpu_cores() -> int:
@@ -187,22 +181,3 @@ def gpu_cards() -> tuple[GPUCard, ...]:
             capability=tuple(capability) if capability else None,
         ))
     return tuple(cards)
-
-
-def try_gpu(i: int = 0, framework: str = "tensorflow") -> Any:
-    """GPU ``i`` if it exists, else the CPU: a device string for TF, a context for MXNet."""
-    _check_index(i)
-    _check_framework(framework)
-    if framework == "mxnet":
-        mx = import_mxnet()
-        return mx.gpu(i) if i < mx.context.num_gpus() else mx.cpu()
-    return f"/GPU:{i}" if i < physical_gpu_count() else "/CPU:0"
-
-
-def try_all_gpus(framework: str = "tensorflow") -> list[Any]:
-    """Every GPU, or ``[CPU]`` when there is none."""
-    _check_framework(framework)
-    if framework == "mxnet":
-        mx = import_mxnet()
-        return [mx.gpu(i) for i in range(mx.context.num_gpus())] or [mx.cpu()]
-    return [f"/GPU:{i}" for i in range(physical_gpu_count())] or ["/CPU:0"]

@@ -3,16 +3,14 @@
 TensorFlow accepts several spellings of the same device: ``/cpu:0``, ``CPU:0``,
 ``/device:CPU:0`` and ``/job:localhost/replica:0/task:0/device:CPU:0``. The long form
 names the device's place in a cluster (job, replica, task) as well as its type and
-index; logs always print the long form. :func:`parse_device` accepts every spelling,
-rejects anything else with a message that shows the accepted forms, and
-:func:`mxnet_context` turns the same strings into MXNet contexts.
+index; logs always print the long form. :func:`parse_device` accepts every spelling and
+rejects anything else with a message that shows the accepted forms.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 KNOWN_TYPES = ("CPU", "GPU", "TPU")
 
@@ -99,27 +97,3 @@ def parse_device(spec: str) -> DeviceName:
     return DeviceName(
         device_type, index, parts.get("job"), numbers.get("replica"), numbers.get("task")
     )
-
-
-def mxnet_context(spec: str, mx: Any = None) -> Any:
-    """The MXNet context for a device string: ``'/gpu:1'`` -> ``mx.gpu(1)``.
-
-    Raises ValueError for device types MXNet does not have, and for GPU indices beyond
-    the GPUs MXNet can see, instead of failing later inside the engine.
-    """
-    if mx is None:
-        from helpers.frameworks import import_mxnet  # noqa: PLC0415
-
-        mx = import_mxnet()
-    name = parse_device(spec)
-    if name.device_type == "CPU":
-        return mx.cpu(name.index)
-    if name.device_type == "GPU":
-        available = mx.context.num_gpus()
-        if name.index >= available:
-            raise ValueError(
-                f"{spec!r} asks for GPU {name.index}, but MXNet sees {available} GPU(s); "
-                "use helpers.try_gpu(i, 'mxnet') to fall back to the CPU"
-            )
-        return mx.gpu(name.index)
-    raise ValueError(f"MXNet has no {name.device_type} context; use a CPU or GPU device string")

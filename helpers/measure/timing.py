@@ -147,20 +147,3 @@ def benchmark(
         wait(fn())
         samples.append(time.perf_counter() - start)
     return TimingResult(label or getattr(fn, "__name__", "work"), samples, flops, nbytes)
-
-
-class Timer:
-    """``with Timer(sync="mxnet") as t: ...`` then ``t.seconds``; syncs before stopping."""
-
-    def __init__(self, sync: str | Callable[[Any], None] = "none") -> None:
-        self._wait = resolve_sync(sync)
-        self.seconds: float | None = None
-        self._start = 0.0
-
-    def __enter__(self) -> Timer:
-        self._start = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._wait(None)
-        self.seconds = time.perf_counter() - self._start

@@ -1,0 +1,106 @@
+"""The formulas and mechanisms each notebook teaches are written in its own cells (issue 20).
+
+The values are checked here too, on the notebook's own definitions.
+"""
+
+import numpy as np
+import pytest
+from lesson_cells import defined_in_cells, lesson
+
+from helpers.cost.communication import AlphaBeta
+from helpers.measure.pipeline import Span, Timeline
+
+TAUGHT = {
+    "01": ["try_gpu", "try_all_gpus"],
+    "10": ["amdahl_speedup", "karp_flatt", "compute_seconds", "step_seconds",
+           "parameter_server_seconds", "ring_allreduce_seconds"],
+    "11": ["naive_allreduce_bytes", "ring_allreduce_bytes"],
+    "12": ["matmul_cost", "elementwise_cost", "OpPoint", "Roofline", "critical_batch",
+           "critical_batch_from_rates", "overlap_bounds", "accumulation_seconds"],
+    "13": ["zero_bytes_per_replica", "bubble_fraction", "run_gpipe"],
+}
+LINK = AlphaBeta(1e-4, 1e-9, "test")
+
+
+@pytest.mark.parametrize(("number", "name"), [(n, name) for n, names in TAUGHT.items()
+                                              for name in names])
+def test_taught_in_a_code_cell_of_its_notebook(number, name):
+    assert name in defined_in_cells(number), f"notebook {number} should define {name} in a cell"
+
+
+def test_the_package_keeps_no_copy_of_what_one_notebook_teaches():
+    import helpers
+
+    for names in TAUGHT.values():
+        for name in names:
+            assert not hasattr(helpers, name) or name in {"parameter_server_seconds",
+                                                          "ring_allreduce_seconds"}
+
+
+def test_amdahl_and_karp_flatt():
+    nb = lesson("10")
+    assert nb.amdahl_speedup(1, 0.9) == pytest.approx(1.0)
+    assert nb.amdahl_speedup(8, 1.0) == pytest.approx(8.0)
+    assert nb.amdahl_speedup(10**6, 0.95) == pytest.approx(20.0, rel=1e-3)
+    for p in (0.5, 0.9, 0.99):
+        for n in (2, 4, 16):
+            assert nb.karp_flatt(nb.amdahl_speedup(n, p), n) == pytest.approx(1 - p)
+
+
+def test_notebook_10_exchanges_match_the_package_copies():
+    from helpers.cost import communication
+
+    nb = lesson("10")
+    for n in (1, 2, 8, 64):
+        for m in (1e3, 1e8):
+            assert nb.ring_allreduce_seconds(n, m, LINK) == pytest.approx(
+                communication.ring_allreduce_seconds(n, m, LINK))
+            for s in (1, 4):
+                assert nb.parameter_server_seconds(n, m, LINK, s) == pytest.approx(
+                    communication.parameter_server_seconds(n, m, LINK, s))
+
+
+def test_step_model():
+    nb = lesson("10")
+    per_step = AlphaBeta(0.001, 1e-5)  # 1 ms fixed + 10 us per example
+    assert nb.compute_seconds(1, 1000, per_step) == pytest.approx(0.011)
+    # Four workers on two cores: the total work (4 fixed costs + 1000 examples) over 2.
+    assert nb.compute_seconds(4, 1000, per_step, slots=2) == pytest.approx((4 * 0.001 + 0.01) / 2)
+    base = nb.compute_seconds(4, 1000, per_step)
+    assert nb.step_seconds(4, 1000, per_step, 1e6, LINK, "none") == base
+    assert nb.step_seconds(4, 1000, per_step, 1e6, LINK, "ring") == pytest.approx(
+        base + nb.ring_allreduce_seconds(4, 1e6, LINK))
+    assert nb.step_seconds(4, 1000, per_step, 1e6, LINK, "ps", servers=2) == pytest.approx(
+        base + nb.parameter_server_seconds(4, 1e6, LINK, 2))
+
+
+def test_allreduce_bytes():
+    nb = lesson("11")
+    assert nb.naive_allreduce_bytes(4, 100) == [(300, 300), (100, 100), (100, 100), (100, 100)]
+    assert nb.naive_allreduce_bytes(3, 10, root=2)[2] == (20, 20)
+    assert nb.ring_allreduce_bytes(4, 100) == [(150, 150)] * 4
+
+
+def test_roofline_and_critical_batch():
+    nb = lesson("12")
+    assert nb.matmul_cost(2, 3, 4) == (48.0, 4.0 * (6 + 12 + 8))
+    assert nb.elementwise_cost(10, inputs=2, flops_per_element=1) == (10.0, 120.0)
+    roof = nb.Roofline(peak=100e9, bandwidth=10e9, name="test")
+    assert roof.ridge == 10
+    assert roof.attainable(1) == 10e9 and roof.attainable(1000) == 100e9
+    assert roof.bound(1) == "memory" and roof.bound(10) == "compute"
+    op = nb.OpPoint("op", flops=1e9, nbytes=1e8, seconds=0.1)
+    assert op.intensity == 10 and roof.fraction(op) == pytest.approx(0.1)
+    assert nb.critical_batch(1e-5, 1e-3) == pytest.approx(100)
+    assert nb.critical_batch_from_rates(1e6, 1e11, 1e-3) == pytest.approx(100)
+    assert nb.overlap_bounds(3.0, 1.0) == (3.0, 4.0)
+    compute = AlphaBeta(0.001, 1e-5)
+    assert nb.accumulation_seconds(4, 10, compute, 0.01) == pytest.approx(4 * 0.0011 + 0.01)
+    assert nb.accumulation_seconds(4, 10, compute, 0.01, accumulate=False) == pytest.approx(
+        4 * (0.0011 + 0.01))
+
+
+def test_zero_reproduces_the_papers_example():
+    nb = lesson("13", Span=Span, Timeline=Timeline)
+    paper = [nb.zero_bytes_per_replica(7.5e9, 64, s) / 1e9 for s in range(4)]
+    assert np.allclose(paper, [120, 31.4, 16.6, 1.9], atol=0.05)  # the paper's Figure 1
