@@ -32,8 +32,8 @@ import time
 from typing import Any
 
 from bench.stats import gflops_matmul, interleaved, median, paired_ratios, spread
-from helpers.devices.inventory import physical_cores
 from helpers.frameworks import MXNET_IMPORT_SETTINGS, TUNING_ENV, mxnet_tuning
+from helpers.machine import physical_cores
 from helpers.measure.blas import MXNET_THREAD_SETTINGS, blas_libraries, busy_threads, kernels_of
 from helpers.measure.timing import sync_mxnet
 

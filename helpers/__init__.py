@@ -24,12 +24,13 @@ from helpers.cluster.tf_cluster import LocalTFCluster, gpu_task_env
 from helpers.cost.communication import AlphaBeta, fit_alpha_beta, ring_allreduce_seconds
 from helpers.cost.traffic import Traffic
 from helpers.data import load_digits
-from helpers.devices.inventory import cpu_cores, list_devices, nvidia_smi, physical_gpu_count
+from helpers.devices.inventory import list_devices, nvidia_smi, physical_gpu_count
 from helpers.devices.logical import requirements_banner
 from helpers.devices.mxnet_contexts import context_pair
 from helpers.devices.names import parse_device
 from helpers.devices.placement import capture_placement
 from helpers.frameworks import import_mxnet, import_tensorflow, mxnet_import_settings
+from helpers.machine import cpu_cores
 from helpers.measure.blas import busy_threads
 from helpers.measure.timing import benchmark
 from helpers.plots import bar_timings, line_speedup, save_figure

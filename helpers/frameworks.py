@@ -52,6 +52,7 @@ from typing import Any
 import numpy
 
 from helpers.capture import capture_fds
+from helpers.machine import physical_cores, share_jit_cache, suggested_coretype
 
 _startup_log: list[str] = []
 
@@ -126,9 +127,6 @@ def mxnet_tuning(environ: dict[str, str] | None = None) -> dict[str, str]:
     a safe OpenBLAS kernel set unless ``OPENBLAS_CORETYPE`` is; nothing at all when
     ``SERIES_MXNET_TUNING=0``.
     """
-    from helpers.devices.inventory import physical_cores  # noqa: PLC0415
-    from helpers.measure.blas import suggested_coretype  # noqa: PLC0415
-
     env = dict(os.environ) if environ is None else environ
     if env.get(TUNING_ENV, "1") == "0":
         return {}
@@ -262,8 +260,6 @@ def import_tensorflow(quiet: bool = True, keras: bool = True) -> ModuleType:
     """
     if not keras and "tensorflow" not in sys.modules and not _tf_keras_installed():
         os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-    from helpers.devices.logical import share_jit_cache  # noqa: PLC0415  (before CUDA starts)
-
     if not quiet:
         import tensorflow as tf  # noqa: PLC0415
 

@@ -1,5 +1,10 @@
 """What machine produced a measurement: CPU, cores, memory, GPUs, versions.
 
+The bottom of the package: the standard library and psutil only, imported by everything
+else and importing nothing of the series. It holds the CPU's facts (cores, instruction
+flags, and the OpenBLAS core type they allow), ``nvidia-smi``'s answers, and the CUDA
+JIT cache TensorFlow needs where it ships no kernels for a GPU.
+
 A timing means little without knowing it came from 2 shared cores or from eight GPUs,
 so every saved result, the ``make run`` report and the benchmarks record the machine
 beside their numbers, all from this one description. It is read from ``/proc``,
@@ -10,8 +15,13 @@ load a framework into a notebook that does not use it.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import platform
+import re
+import shutil
+import subprocess
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -63,19 +73,110 @@ def load_average() -> list[float] | None:
         return None
 
 
+def cpu_cores() -> int:
+    """Cores this process may run on (respects taskset/cgroup affinity)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def physical_cores() -> int:
+    """Cores this process may use, counting each physical core once (no hyper-threads)."""
+    import psutil  # noqa: PLC0415
+
+    usable = cpu_cores()
+    physical = psutil.cpu_count(logical=False) or usable
+    logical = psutil.cpu_count(logical=True) or usable
+    return max(1, min(usable, round(usable * physical / logical)))
+
+
+def smi_output(*args: str) -> str | None:
+    """What ``nvidia-smi ARGS`` prints; None without a working driver."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        return subprocess.run([exe, *args], capture_output=True, text=True, timeout=20,
+                              check=True).stdout
+    except (subprocess.SubprocessError, OSError):
+        return None
+
+
+def query_nvidia_smi(fields: str) -> list[list[str]] | None:
+    """``nvidia-smi --query-gpu=FIELDS`` as rows of strings; None without a working driver."""
+    out = smi_output(f"--query-gpu={fields}", "--format=csv,noheader")
+    if out is None:
+        return None
+    return [[part.strip() for part in line.split(",")] for line in out.strip().splitlines()]
+
+
+def suggested_coretype(flags: set[str] | None = None) -> str | None:
+    """The best OpenBLAS kernel set this CPU's instruction sets allow, or None when unsure.
+
+    Asked for a set it was not built with, OpenBLAS takes the best one it has below it:
+    MXNet's OpenBLAS 0.3.13 answers ``SkylakeX`` with its ``Haswell`` kernels (AVX2 +
+    FMA), which every x86 CPU made since 2013 runs. Never a set the CPU cannot run, so
+    the answer is safe to force on this machine.
+    """
+    flags = cpu_flags() if flags is None else flags
+    if "avx512f" in flags:
+        return "SkylakeX"
+    if {"avx2", "fma"} <= flags:
+        return "Haswell"
+    if "avx" in flags:
+        return "Sandybridge"
+    return None
+
+
+#: The CUDA driver's JIT cache size: the largest the CUDA Programming Guide allows (4 GiB;
+#: the default is 1 GiB, 256 MiB on older drivers).
+JIT_CACHE_MAXSIZE = str(2**32)
+
+
+@functools.cache
+def share_jit_cache(tf: Any) -> str:
+    """Where TensorFlow has no SASS for a GPU, one big CUDA JIT cache for the series' processes.
+
+    TensorFlow 2.21 ships SASS for sm_60, sm_70, sm_80, sm_89 and only PTX (compute_90) for
+    an H100, which the driver JIT-compiles for minutes (tensorflow#60739, #62320) into a
+    cache too small by default (TF 2.3's release notes), so every process compiled again.
+    SASS for X.y runs on X.z, z >= y: a T4 (7.5) runs the 7.0 code. Sets ``CUDA_CACHE_PATH``
+    (``~/.cache/pdl-series/cuda``) and ``CUDA_CACHE_MAXSIZE`` unless set; CUDA reads them when
+    it starts, so :func:`import_tensorflow` calls this before TensorFlow looks for GPUs (the
+    capability comes from nvidia-smi), and later processes inherit them. Returns the banner's
+    line, '' when every GPU has SASS (or there is none).
+    """
+    rows = [(r[0], *map(int, r[-1].split("."))) for r in query_nvidia_smi("name,compute_cap")
+            or [] if re.fullmatch(r"\d+\.\d+", r[-1])]
+    built = tf.sysconfig.get_build_info().get("cuda_compute_capabilities", []) if rows else []
+    sass = [(int(m[1]), int(m[2])) for a in built if (m := re.fullmatch(r"sm_(\d+)(\d)\D*", a))]
+    lacking = sorted({(name, major, minor) for name, major, minor in rows
+                      if built and not any(m == major and n <= minor for m, n in sass)})
+    if not lacking:
+        return ""
+    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    cache = os.environ.setdefault("CUDA_CACHE_PATH", str(home / "pdl-series" / "cuda"))
+    os.environ.setdefault("CUDA_CACHE_MAXSIZE", JIT_CACHE_MAXSIZE)
+    with contextlib.suppress(OSError):  # unwritable: CUDA then just does not cache
+        Path(cache).mkdir(parents=True, exist_ok=True)
+    return "\n".join(f"{name} (sm_{major}{minor}): TensorFlow {tf.__version__} ships PTX only "
+                     f"for it, so the first run is slow: it JIT-compiles kernels into {cache} "
+                     "(minutes, once; later runs and worker processes reuse them)"
+                     for name, major, minor in lacking)
+
+
 def describe_machine() -> dict[str, Any]:
     """Everything a result states about the machine, as plain JSON values."""
     import psutil  # noqa: PLC0415  (pinned; only this function needs it)
 
-    from helpers.devices.inventory import cpu_cores, nvidia_smi, physical_cores  # noqa: PLC0415
-
-    smi = nvidia_smi()
+    smi = query_nvidia_smi("index,name,memory.total")
     return {
         "cpu": cpu_model(),
         "logical_cpus": cpu_cores(),
         "physical_cores": physical_cores(),
         "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
-        "gpus": [] if smi is None else [f"{row[1]} ({row[2]})" for row in smi.rows],
+        "gpus": [] if smi is None else [f"{row[1]} ({row[2]})" for row in smi],
         "platform": platform.platform(),
         "python": platform.python_version(),
         "profile": os.environ.get("SERIES_PROFILE"),

@@ -324,8 +324,8 @@ def _last_line(text: str) -> str:
 
 
 def run_probe(root: Path, timeout: float = PROBE_TIMEOUT_S) -> MXNetRoute:
-    """Probe the side directory in a fresh Python process (see the module docstring)."""
-    command = [sys.executable, "-m", "helpers.mxnet_gpu", str(root)]
+    """Probe the side directory in a fresh Python process (:mod:`helpers.mxnet_gpu_probe`)."""
+    command = [sys.executable, "-m", "helpers.mxnet_gpu_probe", str(root)]
     env = {**os.environ, "TF_FORCE_GPU_ALLOW_GROWTH": "true", "TF_CPP_MIN_LOG_LEVEL": "2"}
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
@@ -333,43 +333,6 @@ def run_probe(root: Path, timeout: float = PROBE_TIMEOUT_S) -> MXNetRoute:
     except subprocess.TimeoutExpired:
         return classify(None, "", "", root)
     return classify(done.returncode, done.stdout, done.stderr, root)
-
-
-def _probe(root: Path, report: dict[str, Any]) -> None:
-    """Run in the probe process: the same steps a notebook takes, noting each stage."""
-    report.update(stage="tensorflow", cards=[])
-    if importlib.util.find_spec("tensorflow") is not None:
-        try:  # TensorFlow loads its CUDA 12 libraries first, as in the notebooks
-            from helpers.frameworks import import_tensorflow  # noqa: PLC0415
-
-            tf = import_tensorflow(keras=False)
-            gpus = tf.config.list_physical_devices("GPU")
-            for gpu in gpus:
-                details = tf.config.experimental.get_device_details(gpu)
-                report["cards"].append([details.get("device_name", "GPU"),
-                                        details.get("compute_capability")])
-            if gpus:
-                with tf.device("/GPU:0"):
-                    float(tf.reduce_sum(tf.ones((2, 2))))
-        except Exception as exc:  # noqa: BLE001  (recorded; MXNet is what is probed)
-            report["tensorflow_error"] = _last_line(str(exc))
-    report["stage"] = "cuda-libraries"
-    load_cuda_libraries(root)
-    report["stage"] = "import"
-    from helpers.frameworks import import_mxnet_from  # noqa: PLC0415
-
-    mx = import_mxnet_from(root)
-    report["gpus"] = mx.context.num_gpus()
-    if report["gpus"]:
-        report["stage"] = "kernels"
-        ctx = mx.gpu(0)
-        x = mx.nd.ones((4, 4), ctx=ctx) * 2  # an elementwise kernel of MXNet's own
-        product = mx.nd.dot(x, x)  # cuBLAS
-        conv = mx.nd.Convolution(mx.nd.ones((1, 1, 4, 4), ctx=ctx), mx.nd.ones((1, 1, 3, 3),
-                                 ctx=ctx), kernel=(3, 3), num_filter=1, no_bias=True)  # cuDNN
-        if float(product.sum().asscalar()) != 256.0 or float(conv.sum().asscalar()) != 36.0:
-            raise RuntimeError("MXNet's GPU results are wrong")
-    report["stage"] = "ok"
 
 
 # -- the verdict, cached for the session ---------------------------------------------------------
@@ -490,16 +453,3 @@ def announce(r: MXNetRoute) -> None:
     if text and text not in _announced:
         print(text, file=sys.stderr, flush=True)
         _announced.append(text)
-
-
-if __name__ == "__main__":
-    outcome: dict[str, Any] = {}
-    try:
-        _probe(Path(sys.argv[1]), outcome)
-    except BaseException as exc:  # noqa: BLE001  (report any failure as JSON, then exit 1)
-        text = f"{type(exc).__name__}: {exc}"
-        outcome.update(error=_last_line(text.splitlines()[0] if text else ""),
-                       error_text=text[-4000:])
-        print(json.dumps(outcome), flush=True)
-        sys.exit(1)
-    print(json.dumps(outcome), flush=True)

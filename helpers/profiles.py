@@ -180,7 +180,8 @@ def _gpu_profile_for_this_machine() -> Profile:
 
 def detect_profile_name() -> str:
     """``gpu`` when TensorFlow sees a GPU, ``laptop`` with 4+ cores, else ``ci``."""
-    from helpers.devices.inventory import cpu_cores, physical_gpu_count  # noqa: PLC0415
+    from helpers.devices.inventory import physical_gpu_count  # noqa: PLC0415
+    from helpers.machine import cpu_cores  # noqa: PLC0415
 
     if physical_gpu_count() > 0:
         return "gpu"

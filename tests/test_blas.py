@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from helpers.frameworks import import_mxnet
+from helpers.machine import suggested_coretype
 from helpers.measure.blas import (
     _owner,
     blas_libraries,
@@ -15,7 +16,6 @@ from helpers.measure.blas import (
     cpu_seconds_per_call,
     kernels_of,
     probe_mxnet_dot,
-    suggested_coretype,
 )
 from helpers.table import Table
 

@@ -1,10 +1,7 @@
-"""Device listings, and MXNet contexts from device strings (try_gpu is written in notebook 01)."""
+"""This machine's cores and GPUs (try_gpu is written in notebook 01)."""
 
-
-from helpers.devices.inventory import (
-    cpu_cores,
-    nvidia_smi,
-)
+from helpers.devices.inventory import nvidia_smi
+from helpers.machine import cpu_cores
 
 
 def test_cores_and_nvidia_smi_describe_this_machine():

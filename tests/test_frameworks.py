@@ -77,8 +77,8 @@ def _mxnet_import_report(env: dict[str, str]) -> tuple[dict, dict]:
 
 
 def test_import_mxnet_gives_mxnet_all_cores_and_safe_kernels_without_touching_numpy():
-    from helpers.devices.inventory import physical_cores
-    from helpers.measure.blas import GENERIC_KERNELS, suggested_coretype
+    from helpers.machine import physical_cores, suggested_coretype
+    from helpers.measure.blas import GENERIC_KERNELS
 
     before, after = _mxnet_import_report({})
     added = before["settings"]["added"]

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
+import shutil  # noqa: F401  (tests fake nvidia-smi through inventory.shutil and .subprocess)
+import subprocess  # noqa: F401
 from dataclasses import dataclass
 
 from helpers.frameworks import import_mxnet, import_tensorflow
+from helpers.machine import query_nvidia_smi, smi_output
 from helpers.table import Table
 
 FRAMEWORKS = ("tensorflow", "mxnet")
@@ -28,24 +29,6 @@ FRAMEWORKS = ("tensorflow", "mxnet")
 def _check_framework(framework: str) -> None:
     if framework not in FRAMEWORKS:
         raise ValueError(f"framework must be one of {FRAMEWORKS}, not {framework!r}")
-
-
-def cpu_cores() -> int:
-    """Cores this process may run on (respects taskset/cgroup affinity)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def physical_cores() -> int:
-    """Cores this process may use, counting each physical core once (no hyper-threads)."""
-    import psutil  # noqa: PLC0415
-
-    usable = cpu_cores()
-    physical = psutil.cpu_count(logical=False) or usable
-    logical = psutil.cpu_count(logical=True) or usable
-    return max(1, min(usable, round(usable * physical / logical)))
 
 
 def physical_gpu_count() -> int:
@@ -78,26 +61,6 @@ def list_devices(frameworks: tuple[str, ...] = FRAMEWORKS) -> Table:
             _free, total = mx.context.gpu_memory_info(i)
             table.append(["mxnet", "context", f"gpu({i})", "GPU", _gib(total)])
     return table
-
-
-def _smi(*args: str) -> str | None:
-    """What ``nvidia-smi ARGS`` prints; None without a working driver."""
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return None
-    try:
-        return subprocess.run([exe, *args], capture_output=True, text=True, timeout=20,
-                              check=True).stdout
-    except (subprocess.SubprocessError, OSError):
-        return None
-
-
-def query_nvidia_smi(fields: str) -> list[list[str]] | None:
-    """``nvidia-smi --query-gpu=FIELDS`` as rows of strings; None without a working driver."""
-    out = _smi(f"--query-gpu={fields}", "--format=csv,noheader")
-    if out is None:
-        return None
-    return [[part.strip() for part in line.split(",")] for line in out.strip().splitlines()]
 
 
 def nvidia_smi() -> Table | None:
@@ -154,7 +117,7 @@ def _with_mig_slices(rows: list[list[str]]) -> list[list[str]]:
     """
     slices: dict[str, list[list[str]]] = {}
     card = None
-    for line in (_smi("-L") or "").splitlines():
+    for line in (smi_output("-L") or "").splitlines():
         if gpu := re.match(r"GPU (\d+): (.+) \(UUID: (\S+)\)", line):
             card = gpu.groups()
         elif (mig := re.match(r"\s+MIG (\S+)\s+Device\s+\d+: \(UUID: (\S+)\)", line)) and card \

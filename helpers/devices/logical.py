@@ -31,17 +31,14 @@ contexts only, and says when they are stand-ins.
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import os
-import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from helpers.checks import require_int
-from helpers.devices.inventory import GPUCard, cpu_cores, gpu_cards, query_nvidia_smi
+from helpers.devices.inventory import GPUCard, gpu_cards
 from helpers.frameworks import import_tensorflow, mxnet_route
+from helpers.machine import cpu_cores, share_jit_cache
 
 _RESTART = "restart the kernel (Kernel > Restart) and run the notebook from the top"
 #: The most devices a lesson may ask for: logical devices share the same cores or GPU.
@@ -51,41 +48,6 @@ _TOO_MANY = "logical devices share the same hardware; a lesson needs a few"
 GROWTH_ENV = "TF_FORCE_GPU_ALLOW_GROWTH"
 #: The cap of a virtual GPU when neither the lesson nor nvidia-smi says anything better.
 UNKNOWN_CARD_SHARE_MB = 2048
-#: The CUDA driver's JIT cache size: the largest the CUDA Programming Guide allows (4 GiB;
-#: the default is 1 GiB, 256 MiB on older drivers).
-JIT_CACHE_MAXSIZE = str(2**32)
-
-
-@functools.cache
-def share_jit_cache(tf: Any) -> str:
-    """Where TensorFlow has no SASS for a GPU, one big CUDA JIT cache for the series' processes.
-
-    TensorFlow 2.21 ships SASS for sm_60, sm_70, sm_80, sm_89 and only PTX (compute_90) for
-    an H100, which the driver JIT-compiles for minutes (tensorflow#60739, #62320) into a
-    cache too small by default (TF 2.3's release notes), so every process compiled again.
-    SASS for X.y runs on X.z, z >= y: a T4 (7.5) runs the 7.0 code. Sets ``CUDA_CACHE_PATH``
-    (``~/.cache/pdl-series/cuda``) and ``CUDA_CACHE_MAXSIZE`` unless set; CUDA reads them when
-    it starts, so :func:`import_tensorflow` calls this before TensorFlow looks for GPUs (the
-    capability comes from nvidia-smi), and later processes inherit them. Returns the banner's
-    line, '' when every GPU has SASS (or there is none).
-    """
-    rows = [(r[0], *map(int, r[-1].split("."))) for r in query_nvidia_smi("name,compute_cap")
-            or [] if re.fullmatch(r"\d+\.\d+", r[-1])]
-    built = tf.sysconfig.get_build_info().get("cuda_compute_capabilities", []) if rows else []
-    sass = [(int(m[1]), int(m[2])) for a in built if (m := re.fullmatch(r"sm_(\d+)(\d)\D*", a))]
-    lacking = sorted({(name, major, minor) for name, major, minor in rows
-                      if built and not any(m == major and n <= minor for m, n in sass)})
-    if not lacking:
-        return ""
-    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    cache = os.environ.setdefault("CUDA_CACHE_PATH", str(home / "pdl-series" / "cuda"))
-    os.environ.setdefault("CUDA_CACHE_MAXSIZE", JIT_CACHE_MAXSIZE)
-    with contextlib.suppress(OSError):  # unwritable: CUDA then just does not cache
-        Path(cache).mkdir(parents=True, exist_ok=True)
-    return "\n".join(f"{name} (sm_{major}{minor}): TensorFlow {tf.__version__} ships PTX only "
-                     f"for it, so the first run is slow: it JIT-compiles kernels into {cache} "
-                     "(minutes, once; later runs and worker processes reuse them)"
-                     for name, major, minor in lacking)
 
 
 def _configure(device_type: str, physical: Any, configs: list[Any]) -> None:

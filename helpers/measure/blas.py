@@ -30,8 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.checks import require_int, require_positive_number
-from helpers.devices.inventory import cpu_cores
-from helpers.machine import cpu_flags
+from helpers.machine import cpu_cores
 from helpers.table import Table
 
 _TASKS = Path("/proc/self/task")
@@ -92,24 +91,6 @@ def vector_bits(kernels: str | None) -> int | None:
     if name in {k.lower() for k in GENERIC_KERNELS}:
         return 128
     return {k.lower(): bits for k, bits in KERNEL_VECTOR_BITS.items()}.get(name)
-
-
-def suggested_coretype(flags: set[str] | None = None) -> str | None:
-    """The best OpenBLAS kernel set this CPU's instruction sets allow, or None when unsure.
-
-    Asked for a set it was not built with, OpenBLAS takes the best one it has below it:
-    MXNet's OpenBLAS 0.3.13 answers ``SkylakeX`` with its ``Haswell`` kernels (AVX2 +
-    FMA), which every x86 CPU made since 2013 runs. Never a set the CPU cannot run, so
-    the answer is safe to force on this machine.
-    """
-    flags = cpu_flags() if flags is None else flags
-    if "avx512f" in flags:
-        return "SkylakeX"
-    if {"avx2", "fma"} <= flags:
-        return "Haswell"
-    if "avx" in flags:
-        return "Sandybridge"
-    return None
 
 
 def mxnet_omp_threads(environ: Mapping[str, str] | None = None) -> int:
