@@ -22,7 +22,7 @@ import pytest
 from fresh_python import run_python
 
 from helpers.cluster.mx_cluster import LocalMXCluster, train_on_cluster
-from helpers.cluster.processes import ProcessGroup, free_ports
+from helpers.cluster.processes import free_ports
 from helpers.cluster.tf_cluster import LocalTFCluster, cluster_spec
 from helpers.devices.logical import plan_devices, use_logical_cpus
 from helpers.measure.matpow import matpow, require_fits_in_memory
@@ -221,9 +221,6 @@ CASES: dict[str, Case] = {
     "train_on_cluster_timeout_nan": Case(
         lambda: train_on_cluster(1, [], timeout=float("nan")),
         r"timeout \(seconds\) must be a number > 0, not nan"),
-    "process_group_wait_timeout_negative": Case(
-        lambda: ProcessGroup("t").wait(timeout=-5),
-        r"timeout \(seconds\) must be a number > 0, not -5"),
     "cluster_wait_for_log_timeout_negative": Case(
         lambda: LocalTFCluster("json.tool", workers=1).wait_for_log("worker-0", "x", -5),
         r"timeout \(seconds\) must be a number > 0, not -5"),

@@ -60,6 +60,7 @@ from helpers.cluster.processes import (
     ProcessGroup,
     describe_exit,
     free_port,
+    poll_until,
     python_module_command,
 )
 from helpers.table import Table
@@ -323,11 +324,11 @@ class LocalMXCluster(LocalCluster):
         if not self.group.processes:
             raise RuntimeError("nothing to wait for: call start() first")
         chosen = self._chosen(tasks)
-        deadline = time.monotonic() + timeout
         names = self.task_names()
         support = [n for n in names if self.role_of(n) != "worker"]
         workers = [n for n in names if self.role_of(n) == "worker"]
-        while True:
+
+        def check() -> dict[str, int] | None:
             # Servers and the scheduler first, so that a worker seen running afterwards
             # really was running when that server was seen ended.
             support_codes = {n: self.group.processes[n].returncode for n in support}
@@ -343,11 +344,14 @@ class LocalMXCluster(LocalCluster):
             codes = {**support_codes, **worker_codes}
             if all(codes[n] is not None for n in chosen):
                 return {n: int(codes[n]) for n in chosen}
-            if time.monotonic() > deadline:
-                running = [n for n in chosen if codes[n] is None]
-                raise TimeoutError(f"still running after {timeout:g} s: {', '.join(running)}"
-                                   f"{self._traceback_hint(workers)}")
-            time.sleep(0.05)
+            return None
+
+        def late() -> str:
+            running = [n for n in chosen if self.group.processes[n].returncode is None]
+            return (f"still running after {timeout:g} s: {', '.join(running)}"
+                    f"{self._traceback_hint(workers)}")
+
+        return poll_until(check, timeout, late)
 
     def _fail(self, name: str, code: int, during: str) -> None:
         proc = self.group.processes[name]

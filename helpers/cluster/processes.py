@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import atexit
 import concurrent.futures
+import contextlib
 import importlib.util
 import json
 import math
@@ -56,8 +57,9 @@ import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
-from helpers.checks import require_int, require_number
+from helpers.checks import require_int
 from helpers.cluster.ports import check_port, listening_addresses, port_accepts
 
 _LIVE_GROUPS: weakref.WeakSet[ProcessGroup] = weakref.WeakSet()
@@ -77,6 +79,8 @@ KEEP_FAILED_RUNS = 10
 
 _LAUNCHER = Path(__file__).with_name("_launch.py")
 
+
+T = TypeVar("T")
 
 # -- ports of this process's clusters ----------------------------------------------------
 
@@ -104,6 +108,21 @@ def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
         if len(ports) == n:
             return sorted(ports)
     raise RuntimeError(f"could not find {n} free ports on {host}; end some servers and retry")
+
+
+def poll_until(check: Callable[[], T | None], timeout: float, late: Callable[[], str],
+               interval: float = 0.05) -> T:
+    """Every wait of the series: call ``check`` until it returns something other than None.
+
+    ``check`` raises to stop early (a process died: say which, with its log); after
+    ``timeout`` seconds ``TimeoutError(late())`` says what never happened.
+    """
+    deadline = time.monotonic() + timeout
+    while (result := check()) is None:
+        if time.monotonic() > deadline:
+            raise TimeoutError(late())
+        time.sleep(interval)
+    return result
 
 
 def python_module_command(module: str, *args: str) -> list[str]:
@@ -251,10 +270,6 @@ class ManagedProcess:
         return "\n".join(self.log().splitlines()[-lines:])
 
 
-def _check_timeout(value: object) -> float:
-    return require_number("timeout (seconds)", value, above=0)
-
-
 class ProcessGroup:
     """Processes started together and ended together. Use it as a context manager."""
 
@@ -380,24 +395,23 @@ class ProcessGroup:
         Raises RuntimeError if ``proc`` exits first and TimeoutError after ``timeout``,
         both with the end of its log.
         """
-        timeout = _check_timeout(timeout)
         start = time.monotonic()
-        while True:
+
+        def check() -> float | None:
             if condition():
                 return time.monotonic() - start
             if not proc.alive:
                 self.mark_failed()
-                raise RuntimeError(
-                    f"{proc.name} exited with code {proc.returncode} before {what}; "
-                    f"end of its log:\n{proc.log_tail()}"
-                )
-            if time.monotonic() - start > timeout:
-                self.mark_failed()
-                raise TimeoutError(
-                    f"{proc.name} did not reach '{what}' within {timeout:g} s; "
-                    f"end of its log:\n{proc.log_tail()}"
-                )
-            time.sleep(0.05)
+                raise RuntimeError(f"{proc.name} exited with code {proc.returncode} before "
+                                   f"{what}; end of its log:\n{proc.log_tail()}")
+            return None
+
+        def late() -> str:
+            self.mark_failed()
+            return (f"{proc.name} did not reach '{what}' within {timeout:g} s; "
+                    f"end of its log:\n{proc.log_tail()}")
+
+        return poll_until(check, timeout, late)
 
     def wait_for_port(self, proc: ManagedProcess, port: int, timeout: float = 60.0) -> float:
         """Wait until ``proc`` itself listens on ``port`` (not merely "something answers")."""
@@ -414,28 +428,23 @@ class ProcessGroup:
         Stops early, with RuntimeError, when one of them fails (non-zero exit), since the
         others usually wait for it forever.
         """
-        timeout = _check_timeout(timeout)
         chosen = list(names) if names is not None else list(self.processes)
-        unknown = [n for n in chosen if n not in self.processes]
-        if unknown:
-            raise ValueError(f"no process called {unknown}; started: {list(self.processes)}")
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def check() -> dict[str, int] | None:
             codes = {n: self.processes[n].returncode for n in chosen}
             failed = {n: c for n, c in codes.items() if c not in (None, 0)}
             if failed:
                 name = next(iter(failed))
                 self.mark_failed()
-                raise RuntimeError(
-                    f"{name} failed with exit code {failed[name]}; end of its log:\n"
-                    f"{self.processes[name].log_tail()}"
-                )
-            if all(c is not None for c in codes.values()):
-                return {n: int(c) for n, c in codes.items()}
-            if time.monotonic() > deadline:
-                running = [n for n, c in codes.items() if c is None]
-                raise TimeoutError(f"still running after {timeout:g} s: {', '.join(running)}")
-            time.sleep(0.05)
+                raise RuntimeError(f"{name} failed with exit code {failed[name]}; end of its "
+                                   f"log:\n{self.processes[name].log_tail()}")
+            return None if None in codes.values() else {n: int(c) for n, c in codes.items()}
+
+        def late() -> str:
+            running = [n for n in chosen if self.processes[n].returncode is None]
+            return f"still running after {timeout:g} s: {', '.join(running)}"
+
+        return poll_until(check, timeout, late)
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         """Send ``sig`` to one process's group (fault injection: a worker that dies)."""
@@ -443,11 +452,8 @@ class ProcessGroup:
             raise ValueError(f"no process called {name!r}; started: {list(self.processes)}")
         proc = self.processes[name]
         if proc.signal_group(sig):
-            deadline = time.monotonic() + 10
-            while not proc.has_exited():
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"{name} still runs 10 s after signal {sig}")
-                time.sleep(0.01)
+            poll_until(lambda: proc.has_exited() or None, 10,
+                       lambda: f"{name} still runs 10 s after signal {sig}", interval=0.01)
         proc.returncode  # noqa: B018  (collects the status, after ending its group)
 
     def exit_codes(self) -> dict[str, int | None]:
@@ -470,9 +476,8 @@ class ProcessGroup:
             self.failed = True
         for proc in running:
             proc.signal_group(signal.SIGTERM)
-        deadline = start + grace
-        while any(not p.has_exited() for p in running) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        with contextlib.suppress(TimeoutError):  # a grace period: whoever is left is killed
+            poll_until(lambda: all(p.has_exited() for p in running) or None, grace, str, 0.02)
         for proc in running:
             proc.signal_group(signal.SIGKILL)  # stragglers, and anything left in their groups
         for proc in running:

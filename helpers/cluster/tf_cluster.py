@@ -49,6 +49,7 @@ from helpers.cluster.processes import (
     ProcessGroup,
     describe_exit,
     free_ports,
+    poll_until,
     python_module_command,
 )
 from helpers.table import Table
@@ -315,7 +316,8 @@ class LocalTFCluster(LocalCluster):
     def _wait_ready(self, tasks: list[str], began: float) -> None:
         """Until every task's *own* process listens on its port; then no stranger may share it."""
         pending = list(tasks)
-        while pending:
+
+        def check() -> bool | None:
             for task in list(pending):
                 proc = self.group.processes[task]
                 port = self.port(task)
@@ -328,16 +330,16 @@ class LocalTFCluster(LocalCluster):
                         f"before its server listened on {self.address(task)}"
                         f"{self._squatter_note(task)}; end of its log:\n{proc.log_tail()}"
                     )
-            if pending and time.monotonic() - began > self.ready_timeout:
-                tails = "\n".join(f"--- {t}:\n{self.group.processes[t].log_tail(10)}"
-                                  for t in pending)
-                notes = "".join(self._squatter_note(t) for t in pending)
-                raise TimeoutError(
-                    f"{', '.join(pending)} not listening after {self.ready_timeout:g} s "
-                    f"(ready_timeout){notes}; end of their logs:\n{tails}"
-                )
-            if pending:
-                time.sleep(0.05)
+            return None if pending else True
+
+        def late() -> str:
+            tails = "\n".join(f"--- {t}:\n{self.group.processes[t].log_tail(10)}"
+                              for t in pending)
+            notes = "".join(self._squatter_note(t) for t in pending)
+            return (f"{', '.join(pending)} not listening after {self.ready_timeout:g} s "
+                    f"(ready_timeout){notes}; end of their logs:\n{tails}")
+
+        poll_until(check, began + self.ready_timeout - time.monotonic(), late)
         self._refuse_shared_ports(tasks)
 
     def _squatter_note(self, task: str) -> str:
@@ -394,13 +396,9 @@ class LocalTFCluster(LocalCluster):
             self._job_index(task)
             if self._alive(task):
                 self.group.kill(task, signal.SIGKILL)
-        deadline = time.monotonic() + 10.0
-        for task in chosen:
-            while not port_bindable(self.port(task), self.host):
-                if time.monotonic() > deadline:
-                    raise ValueError(f"port of {task} ({self.address(task)}) is still in use; "
-                                     "end the process holding it")
-                time.sleep(0.05)
+        poll_until(lambda: all(port_bindable(self.port(t), self.host) for t in chosen) or None,
+                   10.0, lambda: f"a port of {', '.join(chosen)} is still in use 10 s after "
+                   "its task ended; end the process holding it")
         return self.start(chosen)
 
     def logs(self) -> dict[str, str]:
