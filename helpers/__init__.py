@@ -8,7 +8,7 @@ the import line says which file to open. The folders follow the course:
 * :mod:`helpers.devices`: devices and placement (notebooks 01-05);
 * :mod:`helpers.measure`: timing, BLAS, bandwidth, the seed's matrix power (03-05, 10-13);
 * :mod:`helpers.cluster`: clusters of real processes (06-12);
-* :mod:`helpers.cost`: what later notebooks reuse of the cost models 10-13 derive;
+* :mod:`helpers.costs`: what later notebooks reuse of the cost models 10-13 derive;
 * :mod:`helpers.workers`: the programs cluster processes run (``python -m helpers.workers.NAME``).
 
 Importing this package imports neither TensorFlow nor MXNet nor matplotlib: each loads
@@ -21,8 +21,7 @@ from helpers.cluster.exposure import network_banner
 from helpers.cluster.mx_cluster import LocalMXCluster, train_on_cluster
 from helpers.cluster.processes import leftover_processes
 from helpers.cluster.tf_cluster import LocalTFCluster, gpu_task_env
-from helpers.cost.communication import AlphaBeta, fit_alpha_beta, ring_allreduce_seconds
-from helpers.cost.traffic import Traffic
+from helpers.costs import AlphaBeta, Traffic, fit_alpha_beta, ring_allreduce_seconds
 from helpers.data import load_digits
 from helpers.devices.inventory import list_devices, nvidia_smi, physical_gpu_count
 from helpers.devices.logical import requirements_banner

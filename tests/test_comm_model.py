@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from helpers.cost.communication import (
+from helpers.costs import (
     AlphaBeta,
     fit_alpha_beta,
     parameter_server_seconds,

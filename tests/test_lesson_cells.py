@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from lesson_cells import defined_in_cells, lesson
 
-from helpers.cost.communication import AlphaBeta
+from helpers.costs import AlphaBeta
 from helpers.measure.pipeline import Span, Timeline
 
 TAUGHT = {
@@ -48,7 +48,7 @@ def test_amdahl_and_karp_flatt():
 
 
 def test_notebook_10_exchanges_match_the_package_copies():
-    from helpers.cost import communication
+    from helpers import costs as communication
 
     nb = lesson("10")
     for n in (1, 2, 8, 64):

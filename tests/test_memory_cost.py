@@ -2,8 +2,13 @@
 
 import pytest
 
-from helpers.cost.layers import layer_cost, layer_costs, training_flops_per_example
-from helpers.cost.memory import PUBLISHED_MODELS, TrainingMemory
+from helpers.costs import (
+    PUBLISHED_MODELS,
+    TrainingMemory,
+    layer_cost,
+    layer_costs,
+    training_flops_per_example,
+)
 from helpers.measure.memory import MemorySteps, rss_bytes
 
 

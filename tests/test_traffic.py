@@ -8,7 +8,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from helpers.cost.traffic import (  # noqa: E402
+from helpers.costs import (  # noqa: E402
     Traffic,
     tensor_nbytes,
     traffic_table,

@@ -32,7 +32,7 @@ import sys
 import time
 from typing import Any
 
-from helpers.cost.layers import layer_costs, training_flops_per_example
+from helpers.costs import layer_costs, training_flops_per_example
 from helpers.frameworks import import_tensorflow
 from helpers.measure.timing import benchmark
 from helpers.training import build_model, training_arrays
