@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from bench.stats import interleaved, median, paired_ratios
-from helpers.measure.timing import sync_mxnet
+from helpers.measure import sync_mxnet
 
 
 def gbps(nbytes: int, seconds: float) -> float:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from bench.stats import FIGURES, NOTEBOOK_LIMIT_S, check_targets
+from helpers.blas import vector_bits
 from helpers.frameworks import TUNING_ENV
-from helpers.measure.blas import vector_bits
 from tools import markdown
 
 
@@ -301,7 +301,7 @@ def _timing(t: dict[str, Any]) -> list[str]:
         "0.1 s (independent ones for MXNet; a chain for TensorFlow, whose graph optimiser "
         "would merge identical independent products into one). Each of "
         f"{t.get('rounds')} rounds reads an independent clock (`time.monotonic_ns`, the helper "
-        "uses `perf_counter`) before calling `helpers.measure.timing.benchmark(work, sync=..., "
+        "uses `perf_counter`) before calling `helpers.measure.benchmark(work, sync=..., "
         "warmup=0, repeat=1)` and again after the framework's own wait (`mx.nd.waitall()`, "
         "`tf.test.experimental.sync_devices()`): both clocks time the same execution, so the "
         "machine's load cannot make them differ, only a timer that stops too early or "

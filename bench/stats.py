@@ -164,7 +164,7 @@ class Target:
 
 TARGETS: tuple[Target, ...] = (
     Target("suite_seconds", "<=", 300, "nbval run over all notebooks, ci profile"),
-    Target("timing_error", "<=", 0.05, "helpers.measure.timing vs an independent clock"),
+    Target("timing_error", "<=", 0.05, "helpers.measure vs an independent clock"),
     Target("matmul_tf_vs_blas", ">=", 0.8, "TensorFlow matmul GFLOP/s / NumPy's"),
     Target("matmul_mx_vs_blas", ">=", 0.5, "MXNet nd.dot GFLOP/s / NumPy's, as the series runs"),
     Target("matmul_mx_best_vs_blas", ">=", 0.8,

@@ -1,4 +1,4 @@
-"""Is ``helpers.measure.timing`` right? Compare it with an independent clock on the same work.
+"""Is ``helpers.measure`` right? Compare it with an independent clock on the same work.
 
 The workload is a batch of float32 matrix products sized so one synchronised run takes
 about ``target_s``: independent products for MXNet, a chain of dependent ones for
@@ -7,7 +7,7 @@ Two independent references:
 
 * **bracketing (the headline)**: a bare clock written here, ``time.monotonic_ns()`` (not
   the helper's ``perf_counter``), is read before calling
-  ``helpers.measure.timing.benchmark(work, sync=..., warmup=0, repeat=1)`` and again after the
+  ``helpers.measure.benchmark(work, sync=..., warmup=0, repeat=1)`` and again after the
   framework's own wait (``mx.nd.waitall()`` / ``tf.test.experimental.sync_devices()``),
   so both clocks time *the same execution*. If the helper stopped its clock before the
   work was done, the outer clock would see the rest of the work and the two would
@@ -30,7 +30,7 @@ import time
 from typing import Any
 
 from bench.stats import median, paired_ratios, relative_error, spread
-from helpers.measure.timing import sync_mxnet
+from helpers.measure import sync_mxnet
 
 
 def batch_size_for(one_run_s: float, target_s: float, most: int = 64) -> int:
@@ -49,7 +49,7 @@ def _reference(work: Any, wait: Any) -> float:
 
 def _bracket(work: Any, sync: str, wait: Any) -> tuple[float, float]:
     """(helper's seconds, outer clock's seconds) for one and the same execution."""
-    from helpers.measure.timing import benchmark  # noqa: PLC0415
+    from helpers.measure import benchmark  # noqa: PLC0415
 
     start = time.monotonic_ns()
     inner = benchmark(work, sync=sync, warmup=0, repeat=1).samples[0]

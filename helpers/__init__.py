@@ -16,6 +16,7 @@ when a function first needs it, so the worker processes of a cluster start quick
 """
 
 from helpers import training
+from helpers.blas import busy_threads
 from helpers.capture import capture_fds
 from helpers.cluster.exposure import network_banner
 from helpers.cluster.mx_cluster import LocalMXCluster, train_on_cluster
@@ -30,8 +31,7 @@ from helpers.devices.names import parse_device
 from helpers.devices.placement import capture_placement
 from helpers.frameworks import import_mxnet, import_tensorflow, mxnet_import_settings
 from helpers.machine import cpu_cores
-from helpers.measure.blas import busy_threads
-from helpers.measure.timing import benchmark
+from helpers.measure import benchmark
 from helpers.plots import bar_timings, line_speedup, save_figure
 from helpers.profiles import get_profile
 from helpers.results import save_results

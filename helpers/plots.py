@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from helpers.measure.timing import TimingResult
+from helpers.measure import TimingResult
 
 if TYPE_CHECKING:  # matplotlib loads when a figure is drawn, not on import
     from matplotlib.figure import Figure

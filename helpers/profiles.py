@@ -138,7 +138,7 @@ def matpow_gpu_mb(size: int, cards: int, mxnet_on_gpu: bool) -> int:
     cards the busiest holds three chains. MXNet's pair adds its two chains on ``gpu(0)``
     when MXNet runs on the GPU.
     """
-    from helpers.measure.matpow import device_memory_mb  # noqa: PLC0415
+    from helpers.matpow import device_memory_mb  # noqa: PLC0415
 
     tensorflow = device_memory_mb(size, chains=3) * (2 if cards == 1 else 1)
     return tensorflow + (device_memory_mb(size, chains=2) if mxnet_on_gpu else 0)
@@ -192,7 +192,7 @@ def _check_override(field: str, value: Any) -> None:
     """ValueError, in the words of :mod:`helpers.checks`, for an override out of range."""
     from helpers.checks import require_int, require_number  # noqa: PLC0415
     from helpers.cluster.processes import LOCAL_TASKS_HINT, MAX_LOCAL_TASKS  # noqa: PLC0415
-    from helpers.measure.matpow import MAX_N, require_fits_in_memory  # noqa: PLC0415
+    from helpers.matpow import MAX_N, require_fits_in_memory  # noqa: PLC0415
 
     name = f"the profile's {field}"
     if field in ("name", "description"):

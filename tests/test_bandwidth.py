@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from helpers.measure.bandwidth import BIG_BYTES, CopyRoute, copy_sweep, elements_for, repeats_for
+from helpers.measure import BIG_BYTES, CopyRoute, copy_sweep, elements_for, repeats_for
 
 
 def numpy_route(name="numpy"):

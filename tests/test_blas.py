@@ -7,9 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from helpers.frameworks import import_mxnet
-from helpers.machine import suggested_coretype
-from helpers.measure.blas import (
+from helpers.blas import (
     _owner,
     blas_libraries,
     busy_threads,
@@ -17,6 +15,8 @@ from helpers.measure.blas import (
     kernels_of,
     probe_mxnet_dot,
 )
+from helpers.frameworks import import_mxnet
+from helpers.machine import suggested_coretype
 from helpers.table import Table
 
 linux = pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")

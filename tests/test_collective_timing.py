@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from helpers.measure.collectives import (  # noqa: E402
+from helpers.measure import (  # noqa: E402
     comparison_table,
     plot_comparison,
     round_trips,

@@ -21,7 +21,7 @@ from helpers import frameworks
 from helpers.cluster.tf_cluster import gpu_task_env
 from helpers.devices import inventory, logical
 from helpers.devices.logical import reserve_mb
-from helpers.measure.matpow import device_memory_mb
+from helpers.matpow import device_memory_mb
 from helpers.mxnet_gpu import MXNetRoute, runs_mxnet_kernels
 from helpers.profiles import PROFILES, get_profile, matpow_gpu_mb
 

@@ -8,7 +8,7 @@ import pytest
 from lesson_cells import defined_in_cells, lesson
 
 from helpers.costs import AlphaBeta
-from helpers.measure.pipeline import Span, Timeline
+from helpers.measure import Span, Timeline
 
 TAUGHT = {
     "01": ["try_gpu", "try_all_gpus"],

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from helpers.measure.matpow import (
+from helpers.matpow import (
     FLOAT32_MAX,
     check_matpow_sum,
     device_memory_mb,

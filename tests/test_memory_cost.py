@@ -9,7 +9,7 @@ from helpers.costs import (
     layer_costs,
     training_flops_per_example,
 )
-from helpers.measure.memory import MemorySteps, rss_bytes
+from helpers.measure import MemorySteps, rss_bytes
 
 
 class Tensor:

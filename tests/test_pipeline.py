@@ -9,7 +9,7 @@ import pytest  # noqa: E402
 from lesson_cells import lesson  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from helpers.measure.pipeline import Span, Timeline  # noqa: E402
+from helpers.measure import Span, Timeline  # noqa: E402
 
 NB13 = lesson("13", Span=Span, Timeline=Timeline)
 bubble_fraction, run_gpipe = NB13.bubble_fraction, NB13.run_gpipe

@@ -10,7 +10,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from helpers.data import load_digits  # noqa: E402
-from helpers.measure.timing import TimingResult  # noqa: E402
+from helpers.measure import TimingResult  # noqa: E402
 from helpers.plots import bar_timings, line_speedup, save_figure  # noqa: E402
 from helpers.results import save_results  # noqa: E402
 from helpers.table import Table  # noqa: E402

@@ -2,8 +2,8 @@
 
 import pytest
 
+from helpers import matpow as matpow_module
 from helpers import training
-from helpers.measure import matpow as matpow_module
 from helpers.source import source_of
 
 

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from helpers.measure.timing import TimingResult, benchmark, resolve_sync
+from helpers.measure import TimingResult, benchmark, resolve_sync
 
 
 def test_warmup_runs_are_not_timed_and_sync_follows_every_call():

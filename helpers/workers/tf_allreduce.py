@@ -32,7 +32,7 @@ import sys
 from typing import Any
 
 from helpers.frameworks import import_tensorflow
-from helpers.measure.timing import benchmark
+from helpers.measure import benchmark
 from helpers.workers.mwms_train import make_strategy
 from helpers.workers.resolvers import cluster_resolver
 from helpers.workers.tf_worker import all_reduce, finish, local_result, report

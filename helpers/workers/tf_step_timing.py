@@ -34,7 +34,7 @@ from typing import Any
 
 from helpers.costs import layer_costs, training_flops_per_example
 from helpers.frameworks import import_tensorflow
-from helpers.measure.timing import benchmark
+from helpers.measure import benchmark
 from helpers.training import build_model, training_arrays
 from helpers.workers.mwms_train import make_strategy
 from helpers.workers.resolvers import cluster_resolver

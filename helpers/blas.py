@@ -199,7 +199,7 @@ def probe_mxnet_dot(env: Mapping[str, str] | None = None, size: int = 512, repea
         if key not in extra:
             child_env.pop(key, None)
     child_env["SERIES_MXNET_TUNING"] = "0"  # exactly these settings, not import_mxnet's own
-    command = [sys.executable, "-m", "helpers.measure.blas", str(size), str(repeat)]
+    command = [sys.executable, "-m", "helpers.blas", str(size), str(repeat)]
     try:
         done = subprocess.run(command, env=child_env, capture_output=True, text=True,
                               timeout=timeout, check=False)
