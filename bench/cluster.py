@@ -1,6 +1,6 @@
 """Start-up and tear-down of a local TensorFlow cluster, next to a fixed-sleep launch.
 
-The cluster is the series' own: :class:`helpers.cluster.tf_cluster.LocalTFCluster` with two
+The cluster is the series' own: :class:`helpers.tf_cluster.LocalTFCluster` with two
 workers running ``helpers.workers.tf_server``, ready when every task's gRPC port
 accepts connections, stopped with SIGTERM then SIGKILL. Measured several times; the
 figures are medians.
@@ -38,7 +38,7 @@ def _gone(pids: list[int]) -> list[int]:
 
 
 def _cluster_once(workers: int, ready_timeout: float) -> dict[str, Any]:
-    from helpers.cluster.tf_cluster import LocalTFCluster  # noqa: PLC0415
+    from helpers.tf_cluster import LocalTFCluster  # noqa: PLC0415
 
     with LocalTFCluster(WORKER, workers=workers, ready_timeout=ready_timeout) as cluster:
         ready = cluster.start()
@@ -51,8 +51,8 @@ def _cluster_once(workers: int, ready_timeout: float) -> dict[str, Any]:
 
 def _fixed_sleep_launch(sleep_s: float, ready_timeout: float) -> dict[str, Any]:
     """The tutorial's launch: worker 0, a fixed sleep, worker 1; then wait for both."""
-    from helpers.cluster.processes import ProcessGroup, port_accepts, python_module_command  # noqa: PLC0415
-    from helpers.cluster.tf_cluster import cluster_spec, tf_config  # noqa: PLC0415
+    from helpers.processes import ProcessGroup, port_accepts, python_module_command  # noqa: PLC0415
+    from helpers.tf_cluster import cluster_spec, tf_config  # noqa: PLC0415
 
     spec = cluster_spec(2)
     ports = [int(a.rsplit(":", 1)[1]) for a in spec["worker"]]

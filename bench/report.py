@@ -408,7 +408,7 @@ def _cluster(c: dict[str, Any]) -> list[str]:
                      fixed.get("ready_s"), fixed.get("teardown_s")])
     text = [
         "## Local TensorFlow cluster (`cluster_ready_seconds`, `cluster_teardown_seconds`)",
-        "", f"`helpers.cluster.tf_cluster.LocalTFCluster` with {c.get('workers')} workers running "
+        "", f"`helpers.tf_cluster.LocalTFCluster` with {c.get('workers')} workers running "
         f"`{c.get('worker_program')}`: ready = every task's gRPC port accepts connections; "
         "teardown = from `stop()` until every process has exited. Figures are medians "
         f"(ready at worst {fmt(c.get('ready_max_s'))} s, teardown at worst "

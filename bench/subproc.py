@@ -3,7 +3,7 @@
 A fresh process per measurement is what makes configurations comparable: thread counts
 and BLAS kernels are chosen when MXNet, OpenBLAS and TensorFlow are loaded, so each
 configuration needs its own process started with its own environment. The processes
-run in a :class:`helpers.cluster.processes.ProcessGroup`, so one that hangs is ended (its
+run in a :class:`helpers.processes.ProcessGroup`, so one that hangs is ended (its
 whole process group) and its log comes back in the error.
 """
 
@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from helpers.cluster.processes import ProcessGroup, python_module_command
 from helpers.frameworks import environment_while as environment
+from helpers.processes import ProcessGroup, python_module_command
 
 
 def run_json(module: str, options: dict[str, Any] | None = None, *,

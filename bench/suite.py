@@ -53,7 +53,7 @@ def over_limit(books: dict[str, dict[str, Any]], limit_s: float = NOTEBOOK_LIMIT
 def measure(path: str = "notebooks", timeout: float = 1500.0,
             profile: str = "ci") -> dict[str, Any]:
     """Run the suite once; total wall seconds, per-notebook seconds, pass/fail."""
-    from helpers.cluster.processes import ProcessGroup  # noqa: PLC0415
+    from helpers.processes import ProcessGroup  # noqa: PLC0415
 
     if not Path(path).is_dir():
         raise FileNotFoundError(f"no {path}/ folder here; run the bench from the repository root")

@@ -6,8 +6,10 @@ the import line says which file to open. The folders follow the course:
 
 * the machine and the series: versions, profiles, tables, results, data;
 * :mod:`helpers.devices`: devices and placement (notebooks 01-05);
-* :mod:`helpers.measure`: timing, BLAS, bandwidth, the seed's matrix power (03-05, 10-13);
-* :mod:`helpers.cluster`: clusters of real processes (06-12);
+* :mod:`helpers.measure`, :mod:`helpers.blas`, :mod:`helpers.matpow`: timing, BLAS, bandwidth,
+  the seed's matrix power (03-05, 10-13);
+* :mod:`helpers.processes`, :mod:`helpers.tf_cluster`, :mod:`helpers.mx_cluster`,
+  :mod:`helpers.exposure`: clusters of real processes (06-12);
 * :mod:`helpers.costs`: what later notebooks reuse of the cost models 10-13 derive;
 * :mod:`helpers.workers`: the programs cluster processes run (``python -m helpers.workers.NAME``).
 
@@ -18,10 +20,6 @@ when a function first needs it, so the worker processes of a cluster start quick
 from helpers import training
 from helpers.blas import busy_threads
 from helpers.capture import capture_fds
-from helpers.cluster.exposure import network_banner
-from helpers.cluster.mx_cluster import LocalMXCluster, train_on_cluster
-from helpers.cluster.processes import leftover_processes
-from helpers.cluster.tf_cluster import LocalTFCluster, gpu_task_env
 from helpers.costs import AlphaBeta, Traffic, fit_alpha_beta, ring_allreduce_seconds
 from helpers.data import load_digits
 from helpers.devices.inventory import list_devices, nvidia_smi, physical_gpu_count
@@ -29,14 +27,18 @@ from helpers.devices.logical import requirements_banner
 from helpers.devices.mxnet_contexts import context_pair
 from helpers.devices.names import parse_device
 from helpers.devices.placement import capture_placement
+from helpers.exposure import network_banner
 from helpers.frameworks import import_mxnet, import_tensorflow, mxnet_import_settings
 from helpers.machine import cpu_cores
 from helpers.measure import benchmark
+from helpers.mx_cluster import LocalMXCluster, train_on_cluster
 from helpers.plots import bar_timings, line_speedup, save_figure
+from helpers.processes import leftover_processes
 from helpers.profiles import get_profile
 from helpers.results import save_results
 from helpers.source import show_source
 from helpers.table import Table
+from helpers.tf_cluster import LocalTFCluster, gpu_task_env
 from helpers.workers.mx_worker import parse_results
 from helpers.workers.tf_worker import TIMING_DONE
 

@@ -21,12 +21,12 @@ import numpy as np
 import pytest
 from fresh_python import run_python
 
-from helpers.cluster.mx_cluster import LocalMXCluster, train_on_cluster
-from helpers.cluster.processes import free_ports
-from helpers.cluster.tf_cluster import LocalTFCluster, cluster_spec
 from helpers.devices.logical import plan_devices, use_logical_cpus
 from helpers.matpow import matpow, require_fits_in_memory
+from helpers.mx_cluster import LocalMXCluster, train_on_cluster
+from helpers.processes import free_ports
 from helpers.profiles import get_profile
+from helpers.tf_cluster import LocalTFCluster, cluster_spec
 from helpers.workers import mwms_train, mx_pushpull, mx_server, mx_train, tf1_mnist, tf_server
 from helpers.workers.mx_worker import check_worker_env
 

@@ -100,7 +100,7 @@ def test_ps_workers_wait_for_their_start_signal(tmp_path):
 
 
 def test_launched_ps_groups_measure_once_signalled(tmp_path):
-    from helpers.cluster.mx_cluster import LocalMXCluster
+    from helpers.mx_cluster import LocalMXCluster
 
     start = tmp_path / "start"
     with LocalMXCluster("helpers.workers.mx_ps_groups", workers=2, servers=1,

@@ -8,8 +8,8 @@ from collections import namedtuple
 
 import pytest
 
-from helpers.cluster import exposure
-from helpers.cluster.exposure import (
+from helpers import exposure
+from helpers.exposure import (
     ENV_VAR,
     ExposureError,
     check_exposure,
@@ -17,8 +17,8 @@ from helpers.cluster.exposure import (
     network_banner,
     network_exposure,
 )
-from helpers.cluster.mx_cluster import LocalMXCluster
-from helpers.cluster.tf_cluster import LocalTFCluster
+from helpers.mx_cluster import LocalMXCluster
+from helpers.tf_cluster import LocalTFCluster
 
 Entry = namedtuple("Entry", "family address")
 LOOPBACK = [Entry(socket.AF_INET, "127.0.0.1"), Entry(socket.AF_INET6, "::1")]

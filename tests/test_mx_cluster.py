@@ -5,14 +5,14 @@ import time
 
 import pytest
 
-from helpers.cluster.mx_cluster import (
+from helpers.mx_cluster import (
     SERVER_MODULE,
     LocalMXCluster,
     dmlc_env,
     shell_commands,
     train_on_cluster,
 )
-from helpers.cluster.processes import free_port
+from helpers.processes import free_port
 
 PUSHPULL = "helpers.workers.mx_pushpull"
 
@@ -210,7 +210,7 @@ def test_a_port_taken_after_the_check_is_named(monkeypatch):
     # and someone else listened on it before the scheduler's `import mxnet` had finished.
     port = free_port()
     cluster = LocalMXCluster(PUSHPULL, workers=1, port=port, ready_timeout=60)
-    monkeypatch.setattr("helpers.cluster.mx_cluster.ensure_port_free", lambda *args: None)
+    monkeypatch.setattr("helpers.mx_cluster.ensure_port_free", lambda *args: None)
     with socket.socket() as squatter, cluster:
         squatter.bind(("127.0.0.1", port))
         squatter.listen()
@@ -247,7 +247,7 @@ def test_dist_sync_push_pull_across_two_workers_and_two_servers(tmp_path):
 def test_a_job_that_ends_before_start_looks_counts_as_formed(monkeypatch):
     # Seen on a quick machine: the whole push-pull job, scheduler included, had exited
     # before start() first polled the scheduler's port. Never accepting reproduces that.
-    monkeypatch.setattr("helpers.cluster.mx_cluster.port_accepts", lambda *args, **kwargs: False)
+    monkeypatch.setattr("helpers.mx_cluster.port_accepts", lambda *args, **kwargs: False)
     with LocalMXCluster(PUSHPULL, workers=2, servers=1,
                         args=["--rounds", "1", "--sizes-kb", "4"]) as cluster:
         assert cluster.start() > 0
@@ -271,8 +271,8 @@ def test_train_on_cluster_runs_the_training_program_end_to_end():
 
 def test_both_cluster_classes_answer_the_same_questions():
     """One vocabulary: what a lesson asks of a TensorFlow cluster it can ask of MXNet's."""
-    from helpers.cluster.base import LocalCluster
-    from helpers.cluster.tf_cluster import LocalTFCluster
+    from helpers.processes import LocalCluster
+    from helpers.tf_cluster import LocalTFCluster
 
     shared = ("task_names", "table", "state", "start", "wait", "wait_for_log", "kill",
               "restart", "stop", "exit_codes", "alive", "pids", "logs", "show_logs")

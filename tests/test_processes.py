@@ -13,19 +13,17 @@ import time
 import psutil
 import pytest
 
-from helpers.cluster.ports import (
-    ensure_port_free,
-    format_address,
-    holders_note,
-    port_accepts,
-    port_holders,
-)
-from helpers.cluster.processes import (
+from helpers.processes import (
     RUN_MARKER,
     ProcessGroup,
     claimed_ports,
+    ensure_port_free,
+    format_address,
     free_port,
     free_ports,
+    holders_note,
+    port_accepts,
+    port_holders,
     prune_log_folders,
     python_module_command,
 )
@@ -202,7 +200,7 @@ def test_children_die_with_the_process_that_started_them():
     # The parent-death signal (Linux), set by the launcher instead of a preexec_fn.
     program = textwrap.dedent("""
         import os, sys, time
-        from helpers.cluster.processes import ProcessGroup
+        from helpers.processes import ProcessGroup
         group = ProcessGroup("orphans")
         proc = group.start("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"])
         time.sleep(0.5)

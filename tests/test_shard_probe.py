@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.cluster.tf_cluster import tf_config
 from helpers.frameworks import import_tensorflow
+from helpers.tf_cluster import tf_config
 from helpers.workers import shard_probe
 
 VALID_TF_CONFIG = tf_config({"worker": ["127.0.0.1:20000", "127.0.0.1:20001"]}, "worker", 0)

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from helpers.cluster.processes import leftover_processes
-from helpers.cluster.tf_cluster import LocalTFCluster
+from helpers.processes import leftover_processes
+from helpers.tf_cluster import LocalTFCluster
 from helpers.workers import tf1_mnist
 
 HOSTS = ["--ps_hosts=127.0.0.1:1", "--worker_hosts=127.0.0.1:2,127.0.0.1:3"]

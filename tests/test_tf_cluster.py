@@ -1,4 +1,4 @@
-"""Tests of helpers.cluster.tf_cluster: layout, TF_CONFIG, and the local cluster's life cycle.
+"""Tests of helpers.tf_cluster: layout, TF_CONFIG, and the local cluster's life cycle.
 
 Most tests run a tiny stand-in worker (no TensorFlow, starts in milliseconds) that reads
 TF_CONFIG and listens on its port like a TensorFlow server; its FAKE_MODE variable makes
@@ -17,9 +17,8 @@ import time
 
 import pytest
 
-from helpers.cluster.ports import port_bindable
-from helpers.cluster.processes import describe_exit, leftover_processes
-from helpers.cluster.tf_cluster import (
+from helpers.processes import describe_exit, leftover_processes, port_bindable
+from helpers.tf_cluster import (
     LocalTFCluster,
     cluster_spec,
     gpu_task_env,

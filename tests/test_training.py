@@ -172,8 +172,8 @@ def test_mwms_worker_alone_writes_its_results_and_exits_cleanly(tmp_path):
     import subprocess  # noqa: PLC0415
     import sys  # noqa: PLC0415
 
-    from helpers.cluster.processes import free_port  # noqa: PLC0415
-    from helpers.cluster.tf_cluster import tf_config  # noqa: PLC0415
+    from helpers.processes import free_port  # noqa: PLC0415
+    from helpers.tf_cluster import tf_config  # noqa: PLC0415
 
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "",
            "TF_CONFIG": tf_config({"worker": [f"127.0.0.1:{free_port()}"]}, "worker", 0)}

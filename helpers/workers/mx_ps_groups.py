@@ -1,6 +1,6 @@
 """Time parameter-server round trips for groups of 1, 2, ... of a ps-lite cluster's workers.
 
-Every worker of a :class:`helpers.cluster.mx_cluster.LocalMXCluster` runs this program.
+Every worker of a :class:`helpers.mx_cluster.LocalMXCluster` runs this program.
 For each group size g, the workers of rank < g push a message of every size to the
 server and pull it back, timing each round trip, while the other workers wait at a
 barrier: the same cluster measures 1, 2 and 4 workers without being started three

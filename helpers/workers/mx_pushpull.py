@@ -3,11 +3,11 @@
 Each worker pushes ``rank + 1`` (times the round number) into one key and pulls it back;
 the servers sum the pushes of all workers, so every worker pulls the same sum. With
 ``--sizes-kb`` it then times push + pull round trips for each message size.
-Start it through :class:`helpers.cluster.mx_cluster.LocalMXCluster`.
+Start it through :class:`helpers.mx_cluster.LocalMXCluster`.
 
 Security: ps-lite authenticates nobody, and the servers this program pushes to unpickle
 what they receive. Keep the cluster on 127.0.0.1 or, across machines, on a private
-network, a VPN or SSH tunnels (:func:`helpers.cluster.mx_cluster.shell_commands`).
+network, a VPN or SSH tunnels (:func:`helpers.mx_cluster.shell_commands`).
 """
 
 import argparse

@@ -1,7 +1,7 @@
 """A ps-lite scheduler or server for MXNet's distributed kvstore.
 
 Run with ``DMLC_ROLE=scheduler`` or ``DMLC_ROLE=server`` (and the other ``DMLC_*``
-variables, see :func:`helpers.cluster.mx_cluster.dmlc_env`). There is nothing to write: when
+variables, see :func:`helpers.mx_cluster.dmlc_env`). There is nothing to write: when
 MXNet is imported in such a process, it creates the kvstore server, serves pushes and
 pulls (and runs the optimizer the workers send it) until every worker has finished, and
 then exits the process from inside ``import mxnet``. The variables are checked first

@@ -18,7 +18,7 @@ and backward, plus ``--slow-ms`` of sleep on worker ``--slow-rank`` to play a sl
 device) and communication (``trainer.step``: push gradients, servers update, pull
 weights). Optional extras: ``--compute-batches`` times forward + backward alone for
 several batch sizes, ``--sizes-kb`` times push + pull round trips. One ``RESULT`` line
-carries everything back. Start it through :class:`helpers.cluster.mx_cluster.LocalMXCluster`.
+carries everything back. Start it through :class:`helpers.mx_cluster.LocalMXCluster`.
 
 Security: the kvstore this program trains through has no authentication, and its
 servers unpickle the commands they receive: run it on 127.0.0.1 or, across machines,

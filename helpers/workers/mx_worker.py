@@ -1,7 +1,7 @@
 """The worker side of a local MXNet cluster: join the kvstore, log, and report results.
 
 A worker program (``python -m helpers.workers.mx_*``) and the launcher in
-:mod:`helpers.cluster.mx_cluster` talk through the worker's log, which is all a real cluster
+:mod:`helpers.mx_cluster` talk through the worker's log, which is all a real cluster
 has in common too. This module holds both ends of that small protocol so they cannot
 drift apart:
 
@@ -56,8 +56,8 @@ def dmlc_env_problem(environ: Mapping[str, str] | None = None,
     missing = [name for name in REQUIRED_ENV if not env.get(name)]
     if missing:
         return (f"{', '.join(missing)} not set: this program is a process of an MXNet "
-                "cluster; start it with helpers.cluster.mx_cluster.LocalMXCluster, or set the "
-                "variables printed by helpers.cluster.mx_cluster.shell_commands()")
+                "cluster; start it with helpers.mx_cluster.LocalMXCluster, or set the "
+                "variables printed by helpers.mx_cluster.shell_commands()")
     role = env["DMLC_ROLE"]
     if role not in roles:
         other = ("servers and the scheduler run helpers.workers.mx_server" if role in (

@@ -7,7 +7,7 @@ variable. So a lesson can start the very programs that would run on real machine
 ``127.0.0.1`` with one port each, and the same program later runs unchanged elsewhere.
 
 This module does the bookkeeping around that, on top of
-:class:`helpers.cluster.processes.ProcessGroup`:
+:class:`helpers.processes.ProcessGroup`:
 
 * :func:`cluster_spec` picks free ports at run time and lays out the jobs;
 * :func:`tf_config` writes the JSON one task reads;
@@ -19,7 +19,7 @@ This module does the bookkeeping around that, on top of
 Security: a TensorFlow task listens on ``0.0.0.0:<port>`` whatever host ``TF_CONFIG``
 names, with no authentication, so whoever can reach the port can run code as the
 learner. :meth:`LocalTFCluster.start` therefore checks this machine's addresses first
-(:func:`helpers.cluster.exposure.check_exposure`): with a public address it refuses to
+(:func:`helpers.exposure.check_exposure`): with a public address it refuses to
 start unless told ``allow_external=True`` (or ``SERIES_ALLOW_EXTERNAL=1``).
 """
 
@@ -34,22 +34,20 @@ from pathlib import Path
 from typing import Any
 
 from helpers.checks import require_int, require_number
-from helpers.cluster.base import LocalCluster
-from helpers.cluster.exposure import check_exposure, external_allowed
-from helpers.cluster.ports import (
+from helpers.exposure import check_exposure, external_allowed
+from helpers.processes import (
+    LOCAL_TASKS_HINT,
+    MAX_LOCAL_TASKS,
+    LocalCluster,
+    ProcessGroup,
     check_host,
+    describe_exit,
+    free_ports,
     holders_note,
+    poll_until,
     port_accepts,
     port_bindable,
     port_holders,
-)
-from helpers.cluster.processes import (
-    LOCAL_TASKS_HINT,
-    MAX_LOCAL_TASKS,
-    ProcessGroup,
-    describe_exit,
-    free_ports,
-    poll_until,
     python_module_command,
 )
 from helpers.table import Table
@@ -73,7 +71,7 @@ def cluster_spec(workers: int, ps: int = 0, chief: int = 0,
 
     Jobs with no tasks are left out, as TensorFlow expects. Ports are picked when this
     is called, so two clusters built one after the other do not collide. Every task runs
-    on this machine, so a job has at most :data:`~helpers.cluster.processes.MAX_LOCAL_TASKS`.
+    on this machine, so a job has at most :data:`~helpers.processes.MAX_LOCAL_TASKS`.
     """
     _check_count(workers, "workers", MAX_LOCAL_TASKS)
     _check_count(ps, "parameter servers", MAX_LOCAL_TASKS)
@@ -184,7 +182,7 @@ class LocalTFCluster(LocalCluster):
 
     TensorFlow tasks listen on every address of the machine, unauthenticated: on a
     machine with a public address :meth:`start` refuses unless ``allow_external=True``
-    (see :mod:`helpers.cluster.exposure`).
+    (see :mod:`helpers.exposure`).
     """
 
     def __init__(self, module: str, workers: int, ps: int = 0, chief: int = 0, *,

@@ -1,10 +1,10 @@
-"""Start, watch and always end the processes of a local cluster.
+"""Start, watch and always end the processes of a local cluster, and what its clusters share.
 
 Every multi-process lesson (TensorFlow workers and parameter servers, MXNet's scheduler,
 servers and workers) needs the same discipline, so it lives here once:
 
 * ports are picked free at run time, never hard-coded, and never one that another
-  running cluster of this process uses (hosts, ports and listeners: :mod:`.ports`);
+  running cluster of this process uses;
 * each process runs in its own process group with its output in a log file, so the
   notebook can show each task's log and nothing is lost if the process crashes;
 * readiness is *checked* (the task's own process listening on its port, a line in the
@@ -26,13 +26,16 @@ ends anything the task left behind in it.
 Children are started from one long-lived launcher thread, never from the caller's
 thread: Linux delivers the parent-death signal when the *thread* that forked the child
 ends, so a child started from a short-lived thread (a timer, a thread pool) would be
-killed as soon as that thread finished. See :mod:`helpers.cluster._launch` for why the
+killed as soon as that thread finished. See :mod:`helpers._launch` for why the
 parent-death signal is set by a tiny launcher program rather than a ``preexec_fn``.
 
 Log folders: a group that makes its own folder under the temporary directory marks it
 with :data:`RUN_MARKER`; when a new group starts, the folders of processes that have
 ended are pruned by :func:`prune_log_folders` (the last few runs are kept, and the
 logs of failed runs for longer, for diagnosis).
+
+:class:`LocalCluster` is what the TensorFlow and MXNet clusters share (``show_logs``,
+``wait_for_log``, ``kill``, ``stop``); :func:`poll_until` is every wait of the series.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ import json
 import math
 import os
 import queue
+import re
 import shutil
 import signal
 import socket
@@ -59,8 +63,146 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from helpers.checks import require_int
-from helpers.cluster.ports import check_port, listening_addresses, port_accepts
+from helpers.checks import require_int, require_number
+from helpers.table import Table
+
+# -- Hosts, ports and listeners: where a local cluster's servers can listen, and who does.
+
+def check_host(host: object) -> str:
+    """``host`` if it names an address of this machine that a server can bind, else ValueError.
+
+    A local cluster runs every task here, so its host must resolve and be local: an
+    unknown name or another machine's address would otherwise fail deep inside the
+    framework, or in the port picker.
+    """
+    if not isinstance(host, str) or not host.strip():
+        raise ValueError(f"host must be a host name or address, such as 127.0.0.1, not {host!r}")
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError):
+        raise ValueError(
+            f"host {host!r} does not resolve to an address; a local cluster runs on this "
+            "machine: leave host at its default, 127.0.0.1"
+        ) from None
+    family, _, _, _, address = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((address[0], 0))
+        except OSError:
+            shown = host if host == address[0] else f"{host} ({address[0]})"
+            raise ValueError(
+                f"host {shown!r} is not an address of this machine, so no task could listen "
+                "there; a local cluster uses 127.0.0.1 (the default)"
+            ) from None
+    return host
+
+
+def port_accepts(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bool:
+    """True when something accepts TCP connections on ``host:port``."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def check_port(port: object, what: str = "a port") -> int:
+    """``port`` if it is a TCP port number, else ValueError naming ``what`` it is."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise ValueError(f"{what} is an int between 1 and 65535, not {port!r}")
+    return port
+
+
+def ensure_port_free(port: int, host: str = "127.0.0.1") -> None:
+    """Raise ValueError, saying what to do, if ``port`` is taken or not a valid port."""
+    check_port(port)
+    if not port_bindable(port, host):
+        raise ValueError(
+            f"port {port} on {host} is already in use{holders_note(port)}; pick another "
+            "(helpers.processes.free_port() finds one) or end the process holding it"
+        )
+
+
+def port_bindable(port: int, host: str = "127.0.0.1") -> bool:
+    """True when a server could listen on ``port`` now.
+
+    Binds with ``SO_REUSEADDR`` as gRPC does, so connections of a task that was just
+    killed (lingering in TIME_WAIT) do not count as "taken"; a live listener does.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def format_address(ip: str, port: int) -> str:
+    """``127.0.0.1:5000``, ``[::]:5000``."""
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+
+
+def listening_addresses(pid: int) -> list[tuple[str, int]]:
+    """``(ip, port)`` of every TCP socket that process ``pid`` or its children listen on.
+
+    Read with psutil from the kernel's socket tables, so it names the process that owns
+    each listener, not merely "something answers on that port". Empty when the process
+    is gone. Call it only for a process that has not been reaped (its pid is ours).
+    """
+    import psutil  # noqa: PLC0415  (only the listener checks need it)
+
+    try:
+        root = psutil.Process(pid)
+        family = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+    found: set[tuple[str, int]] = set()
+    for proc in family:
+        try:
+            connections = proc.net_connections(kind="tcp")
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+        found |= {(c.laddr.ip, c.laddr.port) for c in connections
+                  if c.status == psutil.CONN_LISTEN}
+    return sorted(found)
+
+
+def port_holders(port: int) -> list[tuple[int | None, str]]:
+    """Who listens on ``port`` on this machine: ``(pid, "pid 123 (python -m ...)")`` each.
+
+    A listener of another user's process has no pid here (``None``). Empty when the
+    system's socket table cannot be read.
+    """
+    import psutil  # noqa: PLC0415
+
+    try:
+        connections = psutil.net_connections(kind="tcp")
+    except (psutil.AccessDenied, OSError):
+        return []
+    holders: dict[int | None, str] = {}
+    for c in connections:
+        if c.status != psutil.CONN_LISTEN or c.laddr.port != port:
+            continue
+        if c.pid is None:
+            holders[None] = "another user's process"
+            continue
+        try:
+            command = " ".join(psutil.Process(c.pid).cmdline())[:120]
+        except psutil.Error:
+            command = "?"
+        holders[c.pid] = f"pid {c.pid} ({command})"
+    return sorted(holders.items(), key=lambda item: item[1])
+
+
+def holders_note(port: int, exclude_pids: Iterable[int] = ()) -> str:
+    """`` (held by pid 123 (...))`` for messages, or ``""`` when nobody else is seen."""
+    skip = set(exclude_pids)
+    holders = [text for pid, text in port_holders(port) if pid is None or pid not in skip]
+    return f" (held by {', '.join(holders)})" if holders else ""
+
+
+# -- Start, watch and always end the processes of a local cluster.
 
 _LIVE_GROUPS: weakref.WeakSet[ProcessGroup] = weakref.WeakSet()
 
@@ -584,3 +726,156 @@ def describe_exit(code: int | None) -> str:
 def _stop_all_groups() -> None:
     for group in list(_LIVE_GROUPS):
         group.stop(grace=0.5)
+
+
+# -- What every local cluster of the series can do, whichever framework's processes it runs.
+
+class LocalCluster:
+    """Tasks started as real processes on this machine and ended with the ``with`` block.
+
+    Subclasses set ``self.group`` and define :meth:`task_names`, :meth:`table` and
+    :meth:`start`; :data:`FRAMEWORK_LOG_LINE` matches the framework's own log lines,
+    which :meth:`show_logs` can leave out.
+    """
+
+    #: A framework's own log lines (TensorFlow's ``I0000 ...] ...``, ps-lite's ``[12:00:00] ...``).
+    FRAMEWORK_LOG_LINE: re.Pattern[str] = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ \S+\] ")
+    #: Lines of the launcher's own protocol that are data, not something to read.
+    PROTOCOL_LINE: re.Pattern[str] | None = None
+
+    group: ProcessGroup
+
+    # -- description (subclasses) ------------------------------------------------------
+    def task_names(self) -> list[str]:
+        raise NotImplementedError
+
+    def table(self) -> Table:
+        """One row per task, with its state (see :func:`describe_exit`)."""
+        raise NotImplementedError
+
+    # -- shared answers ----------------------------------------------------------------
+    def state(self, task: str) -> str:
+        """``not started``, ``running``, ``exit 0 (ok)``, ``killed by SIGKILL`` ..."""
+        self._check_task(task)
+        proc = self.group.processes.get(task)
+        return describe_exit(proc.returncode) if proc else "not started"
+
+    def exit_codes(self) -> dict[str, int | None]:
+        """Exit code per task: None while running (or never started), < 0 for a signal."""
+        codes = self.group.exit_codes()
+        return {t: codes.get(t) for t in self.task_names()}
+
+    def alive(self) -> list[str]:
+        """Tasks whose process is running now."""
+        return [t for t in self.task_names() if self._alive(t)]
+
+    def listening_on(self, task: str) -> str:
+        """Where ``task``'s own process listens now, e.g. ``127.0.0.1:41234``.
+
+        Read from the kernel's socket tables (psutil), so it shows what the framework
+        really did. ``0.0.0.0`` (IPv4) and ``[::]`` (IPv6, and IPv4 too on most systems)
+        mean every address of this machine and are marked ``(every address)``, as for
+        every TensorFlow task. Empty when the task is not running.
+        """
+        self._check_task(task)
+        proc = self.group.processes.get(task)
+        if proc is None:
+            return ""
+        return ", ".join(format_address(ip, port) + (" (every address)" if ip in ("0.0.0.0", "::")
+                                                     else "") for ip, port in proc.listening())
+
+    def pids(self) -> dict[str, int]:
+        """Process id of every task started so far (the latest run of a restarted task)."""
+        return {t: p.pid for t, p in self.group.processes.items()}
+
+    def logs(self) -> dict[str, str]:
+        """Everything each task printed (stdout and stderr together)."""
+        return {t: self._log(t) for t in self.task_names()}
+
+    def show_logs(self, tasks: Iterable[str] | None = None, last: int | None = None,
+                  pattern: str | None = None, framework_lines: bool = True) -> None:
+        """Print each task's log under a header with its state.
+
+        ``last`` keeps the last lines of each; ``pattern`` (a regex) keeps only the lines
+        it matches; ``framework_lines=False`` drops the framework's own log lines and
+        keeps what the program printed itself.
+        """
+        chosen = self._chosen(tasks)
+        if last is not None:
+            require_int("last (lines per task, or None)", last, 1)
+        keep = re.compile(pattern) if pattern is not None else None
+        for task in chosen:
+            lines = self._log(task).splitlines()
+            if self.PROTOCOL_LINE is not None:
+                lines = [ln for ln in lines if not self.PROTOCOL_LINE.match(ln)]
+            if not framework_lines:
+                lines = [ln for ln in lines if not self.FRAMEWORK_LOG_LINE.match(ln)]
+            if keep is not None:
+                lines = [ln for ln in lines if keep.search(ln)]
+            if last is not None:
+                lines = lines[-last:]
+            print(f"===== {task} [{self.state(task)}] =====")
+            print("\n".join(lines) if lines else "(no output)")
+
+    def wait_for_log(self, task: str, text: str | re.Pattern[str],
+                     timeout: float = 60.0) -> float:
+        """Wait until ``task``'s log (its latest run) holds ``text`` (a string or a regex).
+
+        Returns the seconds waited; RuntimeError if the task exits first, TimeoutError
+        after ``timeout``, both with the end of its log.
+        """
+        require_number("timeout (seconds)", timeout, above=0)
+        proc = self._started(task)
+        pattern = text if isinstance(text, re.Pattern) else re.compile(re.escape(text))
+        what = f"printing {text!r}" if isinstance(text, str) else f"printing /{text.pattern}/"
+        return self.group.wait_until(proc, lambda: bool(pattern.search(proc.log())), timeout,
+                                     what)
+
+    def kill(self, task: str) -> None:
+        """Fault injection: SIGKILL ``task`` (no clean-up, like a machine that dies)."""
+        self._started(task)
+        if not self._alive(task):
+            raise ValueError(f"{task} is not running ({self.state(task)}); nothing to kill")
+        self.group.kill(task, signal.SIGKILL)
+
+    def stop(self) -> float:
+        """End every task (SIGTERM, then SIGKILL); return the seconds it took. Idempotent."""
+        return self.group.stop()
+
+    def __enter__(self) -> LocalCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- helpers for subclasses ----------------------------------------------------------
+    def _log(self, task: str) -> str:
+        proc = self.group.processes.get(task)
+        return proc.log() if proc else ""
+
+    def _check_task(self, task: str) -> str:
+        if task not in self.task_names():
+            raise ValueError(f"no task {task!r} in this cluster; its tasks are "
+                             f"{', '.join(self.task_names())}")
+        return task
+
+    def _chosen(self, tasks: Iterable[str] | None) -> list[str]:
+        if isinstance(tasks, str):
+            raise ValueError(f"tasks is a list of task names, e.g. [{tasks!r}]")
+        chosen = self.task_names() if tasks is None else list(tasks)
+        if not chosen:
+            raise ValueError("no tasks given; leave tasks out to use all of them")
+        for task in chosen:
+            self._check_task(task)
+        return chosen
+
+    def _started(self, task: str) -> ManagedProcess:
+        self._check_task(task)
+        proc = self.group.processes.get(task)
+        if proc is None:
+            raise ValueError(f"{task} never started; call start() first")
+        return proc
+
+    def _alive(self, task: str) -> bool:
+        proc = self.group.processes.get(task)
+        return proc is not None and proc.alive

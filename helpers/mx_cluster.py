@@ -19,7 +19,7 @@ So servers and the scheduler run the tiny program :mod:`helpers.workers.mx_serve
 and workers run the program being taught. MXNet's ``tools/launch.py`` (not in the pip
 wheel) does the same with ssh; :func:`shell_commands` prints what it would run.
 
-:class:`LocalMXCluster` is built on :class:`helpers.cluster.processes.ProcessGroup`: a free port
+:class:`LocalMXCluster` is built on :class:`helpers.processes.ProcessGroup`: a free port
 picked at start (and never one another running cluster of this process uses), readiness
 checked (the scheduler listening, then every worker's
 :data:`helpers.workers.mx_worker.READY` line, which MXNet lets it print only once the
@@ -45,22 +45,20 @@ from pathlib import Path
 from typing import Any
 
 from helpers.checks import require_choice, require_int, require_number
-from helpers.cluster.base import LocalCluster
-from helpers.cluster.exposure import check_exposure, external_allowed
-from helpers.cluster.ports import (
-    check_host,
-    check_port,
-    ensure_port_free,
-    holders_note,
-    port_accepts,
-)
-from helpers.cluster.processes import (
+from helpers.exposure import check_exposure, external_allowed
+from helpers.processes import (
     LOCAL_TASKS_HINT,
     MAX_LOCAL_TASKS,
+    LocalCluster,
     ProcessGroup,
+    check_host,
+    check_port,
     describe_exit,
+    ensure_port_free,
     free_port,
+    holders_note,
     poll_until,
+    port_accepts,
     python_module_command,
 )
 from helpers.table import Table

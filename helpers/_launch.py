@@ -1,6 +1,6 @@
 """Run a command that dies with the process that started it (Linux): ``_launch.py PPID CMD...``.
 
-:class:`helpers.cluster.processes.ProcessGroup` starts every task through this file
+:class:`helpers.processes.ProcessGroup` starts every task through this file
 instead of asking ``subprocess`` for a ``preexec_fn``. A ``preexec_fn`` runs Python
 between ``fork`` and ``exec`` in the child of a multi-threaded process (a notebook
 kernel running TensorFlow has dozens of threads), where a lock held by another thread
