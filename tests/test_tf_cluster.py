@@ -25,7 +25,7 @@ from helpers.tf_cluster import (
     parse_task,
     tf_config,
 )
-from helpers.workers.resolvers import cluster_resolver
+from helpers.workers.common import cluster_resolver
 
 FAKE_WORKER = textwrap.dedent("""
     import json, os, socket, sys, time

@@ -45,9 +45,15 @@ from helpers.training import (
     training_arrays,
     weights_checksum,
 )
-from helpers.workers.flags import check_flags, check_writable_dir
-from helpers.workers.peer_deadline import deadline_for_peers, peers_of_this_task
-from helpers.workers.resolvers import RESOLVERS, cluster_resolver, resolver_problem
+from helpers.workers.common import (
+    RESOLVERS,
+    check_flags,
+    check_writable_dir,
+    cluster_resolver,
+    deadline_for_peers,
+    peers_of_this_task,
+    resolver_problem,
+)
 
 #: Exit code of a worker that lost a peer (EX_TEMPFAIL: "try again", i.e. restart).
 EXIT_PEER_LOST = 75

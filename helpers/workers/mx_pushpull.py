@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping
 
 from helpers.frameworks import import_mxnet
-from helpers.workers.flags import check_flags
+from helpers.workers.common import check_flags
 from helpers.workers.mx_worker import (
     DIST_KINDS,
     connect,

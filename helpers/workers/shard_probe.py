@@ -30,9 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from helpers.frameworks import import_tensorflow
-from helpers.workers.flags import check_flags
-from helpers.workers.peer_deadline import deadline_for_peers, peers_of_this_task
-from helpers.workers.resolvers import cluster_resolver, resolver_problem
+from helpers.workers.common import (
+    check_flags,
+    cluster_resolver,
+    deadline_for_peers,
+    peers_of_this_task,
+    resolver_problem,
+)
 
 POLICIES = ("AUTO", "FILE", "DATA", "OFF")
 

@@ -33,8 +33,8 @@ from typing import Any
 
 from helpers.frameworks import import_tensorflow
 from helpers.measure import benchmark
+from helpers.workers.common import cluster_resolver
 from helpers.workers.mwms_train import make_strategy
-from helpers.workers.resolvers import cluster_resolver
 from helpers.workers.tf_worker import all_reduce, finish, local_result, report
 
 #: Group and instance keys of the collectives called directly. MultiWorkerMirroredStrategy

@@ -21,8 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from helpers.workers.flags import check_flags
-from helpers.workers.resolvers import RESOLVERS, cluster_resolver, resolver_problem
+from helpers.workers.common import RESOLVERS, check_flags, cluster_resolver, resolver_problem
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
