@@ -30,14 +30,12 @@ from helpers.devices.placement import capture_placement
 from helpers.exposure import network_banner
 from helpers.frameworks import import_mxnet, import_tensorflow, mxnet_import_settings
 from helpers.machine import cpu_cores
-from helpers.measure import benchmark
+from helpers.measure import bar_timings, benchmark
 from helpers.mx_cluster import LocalMXCluster, train_on_cluster
-from helpers.plots import bar_timings, line_speedup, save_figure
+from helpers.output import Table, line_speedup, save_figure, save_results
 from helpers.processes import leftover_processes
 from helpers.profiles import get_profile
-from helpers.results import save_results
 from helpers.source import show_source
-from helpers.table import Table
 from helpers.tf_cluster import LocalTFCluster, gpu_task_env
 from helpers.workers.mx_worker import parse_results
 from helpers.workers.tf_worker import TIMING_DONE

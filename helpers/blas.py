@@ -31,7 +31,7 @@ from typing import Any
 
 from helpers.checks import require_int, require_positive_number
 from helpers.machine import cpu_cores
-from helpers.table import Table
+from helpers.output import Table
 
 _TASKS = Path("/proc/self/task")
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from helpers.checks import require_int, require_number
-from helpers.table import Table
+from helpers.output import Table
 
 # -- The latency-bandwidth model and the two gradient exchanges, as notebook 10 derives them.
 

@@ -21,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 
 from helpers.machine import package_version
-from helpers.table import Table
+from helpers.output import Table
 
 REQUIREMENTS = Path(__file__).resolve().parent.parent / "requirements.txt"
 #: MXNet's pin, installed with ``pip install --no-deps -r`` (README: Why MXNet installs apart).

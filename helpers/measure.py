@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from helpers.checks import require_int
-from helpers.table import Table
+from helpers.output import Table
 
 # -- Time code on devices correctly: warm up, repeat, and wait for the device to finish.
 
@@ -493,3 +493,24 @@ class Timeline:
         ax.set_title(title or f"{self.microbatches} micro-batch(es): bubble {self.bubble():.0%}")
         fig.tight_layout()
         return fig
+
+
+def bar_timings(results: Sequence[TimingResult], title: str = "", unit: str = "ms") -> Figure:
+    """Median time per result as bars, with the min-max spread as error bars."""
+    if not results:
+        raise ValueError("bar_timings: no results to plot")
+    scale = {"s": 1.0, "ms": 1e3, "us": 1e6}
+    if unit not in scale:
+        raise ValueError(f"unit must be one of {list(scale)}, not {unit!r}")
+    k = scale[unit]
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    medians = [r.median * k for r in results]
+    lower = [(r.median - r.best) * k for r in results]
+    upper = [(max(r.samples) - r.median) * k for r in results]
+    ax.bar([r.label for r in results], medians, yerr=[lower, upper], capsize=4, color="tab:blue")
+    ax.set_ylabel(f"time ({unit}, median; bars: min-max)")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig

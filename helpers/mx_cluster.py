@@ -46,6 +46,7 @@ from typing import Any
 
 from helpers.checks import require_choice, require_int, require_number
 from helpers.exposure import check_exposure, external_allowed
+from helpers.output import Table
 from helpers.processes import (
     LOCAL_TASKS_HINT,
     MAX_LOCAL_TASKS,
@@ -61,7 +62,6 @@ from helpers.processes import (
     port_accepts,
     python_module_command,
 )
-from helpers.table import Table
 from helpers.workers.mx_worker import READY, RESULT_PREFIX, parse_results
 
 ROLES = ("scheduler", "server", "worker")

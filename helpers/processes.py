@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from helpers.checks import require_int, require_number
-from helpers.table import Table
+from helpers.output import Table
 
 # -- Hosts, ports and listeners: where a local cluster's servers can listen, and who does.
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from helpers.checks import require_int, require_number
 from helpers.exposure import check_exposure, external_allowed
+from helpers.output import Table
 from helpers.processes import (
     LOCAL_TASKS_HINT,
     MAX_LOCAL_TASKS,
@@ -50,7 +51,6 @@ from helpers.processes import (
     port_holders,
     python_module_command,
 )
-from helpers.table import Table
 
 #: Job names a ``TF_CONFIG`` cluster may hold, in the order tasks are listed and started.
 TASK_TYPES = ("chief", "worker", "ps")

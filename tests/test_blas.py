@@ -17,7 +17,7 @@ from helpers.blas import (
 )
 from helpers.frameworks import import_mxnet
 from helpers.machine import suggested_coretype
-from helpers.table import Table
+from helpers.output import Table
 
 linux = pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
 

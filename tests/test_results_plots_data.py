@@ -10,10 +10,13 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from helpers.data import load_digits  # noqa: E402
-from helpers.measure import TimingResult  # noqa: E402
-from helpers.plots import bar_timings, line_speedup, save_figure  # noqa: E402
-from helpers.results import save_results  # noqa: E402
-from helpers.table import Table  # noqa: E402
+from helpers.measure import TimingResult, bar_timings  # noqa: E402
+from helpers.output import (  # noqa: E402
+    Table,  # noqa: E402
+    line_speedup,
+    save_figure,
+    save_results,  # noqa: E402
+)
 
 
 def test_results_round_trip_with_machine_info_and_plain_values(tmp_path):

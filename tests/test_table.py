@@ -2,7 +2,7 @@
 
 import pytest
 
-from helpers.table import Table
+from helpers.output import Table
 
 
 def test_text_layout_is_fixed():

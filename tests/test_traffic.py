@@ -13,7 +13,7 @@ from helpers.costs import (  # noqa: E402
     tensor_nbytes,
     traffic_table,
 )
-from helpers.ring_diagram import (  # noqa: E402
+from helpers.output import (  # noqa: E402
     Contributions,
     RingSnapshots,
     contributions,

@@ -1,7 +1,7 @@
 """Collect the series' measurements into one markdown report, to compare machines.
 
-Each notebook saves its numbers with :func:`helpers.results.save_results` (JSON with the
-machine beside them) and its key plots with :func:`helpers.plots.save_figure` (PNG).
+Each notebook saves its numbers with :func:`helpers.output.save_results` (JSON with the
+machine beside them) and its key plots with :func:`helpers.output.save_figure` (PNG).
 ``make run`` executes the whole series and then calls :func:`build_report`, which turns
 every ``<results>/*.json`` into a section of ``REPORT.md`` (a table of its values, a table
 for each list of records, its figures) under a summary of the machine, the profile, how
@@ -84,7 +84,7 @@ def load_result_files(directory: Path | str) -> tuple[list[ResultFile], list[Pat
                 f"{path} is not valid JSON ({err}); delete it or re-run its notebook"
             ) from None
         if not isinstance(record, dict) or not isinstance(record.get("results"), dict):
-            raise ValueError(f"{path} was not written by helpers.results.save_results "
+            raise ValueError(f"{path} was not written by helpers.output.save_results "
                              "(no 'results' dict); remove it from the results folder")
         files.append(ResultFile(
             name=str(record.get("name") or path.stem), path=path,
@@ -350,7 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--profile", default=None, help="profile name to print in the report")
     args = parser.parse_args(argv)
     if args.results is None:
-        from helpers.results import results_dir  # noqa: PLC0415
+        from helpers.output import results_dir  # noqa: PLC0415
 
         args.results = results_dir()
     try:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from helpers.frameworks import import_mxnet, import_tensorflow
 from helpers.machine import query_nvidia_smi, smi_output
-from helpers.table import Table
+from helpers.output import Table
 
 FRAMEWORKS = ("tensorflow", "mxnet")
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from helpers.capture import capture_fds
-from helpers.table import Table
+from helpers.output import Table
 
 _LOG_PREFIX = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ [^\]]+\] ")
 _GRAPH_LINE = re.compile(r"^(?P<name>\S.*?): \((?P<op>[A-Za-z0-9_]+)\): (?P<device>/job:\S+)$")

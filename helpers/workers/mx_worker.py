@@ -34,7 +34,7 @@ import numpy as np
 
 from helpers.checks import require_int
 from helpers.frameworks import import_mxnet
-from helpers.table import Table
+from helpers.output import Table
 
 READY = "mx-worker ready"
 RESULT_PREFIX = "RESULT "
