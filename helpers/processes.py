@@ -26,8 +26,10 @@ ends anything the task left behind in it.
 Children are started from one long-lived launcher thread, never from the caller's
 thread: Linux delivers the parent-death signal when the *thread* that forked the child
 ends, so a child started from a short-lived thread (a timer, a thread pool) would be
-killed as soon as that thread finished. See :mod:`helpers._launch` for why the
-parent-death signal is set by a tiny launcher program rather than a ``preexec_fn``.
+killed as soon as that thread finished. The parent-death signal is set by a tiny launcher
+program (:data:`_LAUNCHER`), not a ``preexec_fn``: that would run Python between ``fork`` and
+``exec`` in the child of a kernel with dozens of threads, where a lock another thread held at
+the fork deadlocks the child (Python's documentation warns against it).
 
 Log folders: a group that makes its own folder under the temporary directory marks it
 with :data:`RUN_MARKER`; when a new group starts, the folders of processes that have
@@ -219,7 +221,22 @@ RUN_MARKER = "cluster-run.json"
 KEEP_LAST_RUNS = 5
 KEEP_FAILED_RUNS = 10
 
-_LAUNCHER = Path(__file__).with_name("_launch.py")
+#: Run as ``python -I -S -c _LAUNCHER PPID CMD...`` (imports only ctypes): ask the kernel to
+#: SIGKILL this process when the launcher thread ends (PR_SET_PDEATHSIG = 1), exit if the
+#: parent is already gone (``getppid() != PPID``), then ``exec`` the command (same pid and
+#: group; the death signal survives ``exec``).
+_LAUNCHER = """
+import ctypes, os, signal, sys
+if ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0) != 0:
+    print(f"launcher: prctl failed (errno {ctypes.get_errno()})", file=sys.stderr)
+if os.getppid() != int(sys.argv[1]):
+    sys.exit(1)
+try:
+    os.execvp(sys.argv[2], sys.argv[2:])
+except OSError as error:
+    print(f"launcher: cannot run {sys.argv[2]!r}: {error}", file=sys.stderr)
+    sys.exit(127)
+"""
 
 
 T = TypeVar("T")
@@ -330,7 +347,7 @@ def _launch_command(args: list[str]) -> list[str]:
     """The command that runs ``args`` with the parent-death signal set (Linux), else ``args``."""
     if not sys.platform.startswith("linux"):
         return list(args)
-    return [sys.executable, "-I", "-S", str(_LAUNCHER), str(os.getpid()), *args]
+    return [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(os.getpid()), *args]
 
 
 @dataclass
