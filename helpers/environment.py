@@ -112,7 +112,7 @@ def diagnose() -> Table:
     machine where TensorFlow was installed as its CPU-only build. On GPU machines it also
     says how MXNet runs (:func:`gpu_rows`).
     """
-    from helpers.devices.inventory import nvidia_smi  # noqa: PLC0415
+    from helpers.devices import nvidia_smi  # noqa: PLC0415
 
     table = Table(["check", "status", "what to do"])
     mxnet_version = package_version("mxnet")
@@ -145,7 +145,7 @@ def diagnose() -> Table:
 def gpu_rows(driver_gpus: int) -> list[list[str]]:
     """The GPU part of :func:`diagnose`: TensorFlow's GPUs, their compute capability
     against MXNet's CUDA build, and which MXNet this process runs and why."""
-    from helpers.devices.inventory import gpu_cards  # noqa: PLC0415
+    from helpers.devices import gpu_cards  # noqa: PLC0415
     from helpers.frameworks import import_mxnet, mxnet_route  # noqa: PLC0415
     from helpers.mxnet_gpu import INSTALL_COMMAND, runs_mxnet_kernels  # noqa: PLC0415
 

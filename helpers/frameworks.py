@@ -51,8 +51,8 @@ from typing import Any
 
 import numpy
 
-from helpers.capture import capture_fds
 from helpers.machine import physical_cores, share_jit_cache, suggested_coretype
+from helpers.placement import capture_fds
 
 _startup_log: list[str] = []
 

@@ -1,21 +1,29 @@
-"""What a notebook shows and keeps: tables, figures, and its numbers saved as JSON.
+"""What a notebook shows and keeps: tables, figures, source lines, and its numbers as JSON.
 
 :class:`Table` renders as HTML in Jupyter and as aligned text under nbval; the charts the
-series draws again and again have labelled axes and units (the roofline's model is
-written in notebook 12, the ring's steps in notebook 11); :func:`save_results` writes a
-notebook's numbers with the machine that produced them, for ``make run``'s report.
+series draws again and again have labelled axes and units (the roofline's model is written
+in notebook 12, the ring's steps in notebook 11); :func:`save_results` writes a notebook's
+numbers with the machine that produced them, for ``make run``'s report.
+
+A lesson never hides the call it teaches: where that call lives in a worker program or a
+shared helper, :func:`show_source` prints its lines, read from the file itself so they
+never drift from what runs.
 """
 
 from __future__ import annotations
 
+import ast
 import html
+import inspect
 import json
 import os
 import re
+import textwrap
 import time
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # matplotlib loads when a figure is drawn, not on import
@@ -287,3 +295,53 @@ def draw_ring_steps(steps: Sequence[tuple[str, State]], title: str = "") -> Figu
                  fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def _without_docstring(source: str) -> str:
+    """``source`` (one function or class) with its docstring removed."""
+    tree = ast.parse(source)
+    node = tree.body[0] if tree.body else None
+    body = getattr(node, "body", None)
+    if not body or not isinstance(body[0], ast.Expr) or not isinstance(
+            getattr(body[0], "value", None), ast.Constant) or not isinstance(
+            body[0].value.value, str):
+        return source
+    lines = source.splitlines(keepends=True)
+    first, last = body[0].lineno - 1, body[0].end_lineno
+    return "".join(lines[:first] + lines[last:])
+
+
+def source_of(obj: Any, start: str | None = None, end: str | None = None,
+              docstring: bool = False) -> str:
+    """The source of a function, class or module, optionally cut to a part.
+
+    ``start`` and ``end`` are texts: the part begins at the first line containing
+    ``start`` and ends after the first later line containing ``end``. Without them a
+    function or class is shown whole, without its docstring unless ``docstring=True``.
+    """
+    if not (inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj)
+            or isinstance(obj, ModuleType)):
+        raise ValueError(f"source_of shows a function, class or module, not {obj!r}")
+    text = textwrap.dedent(inspect.getsource(obj))
+    if start is None and end is None:
+        return text if docstring or isinstance(obj, ModuleType) else _without_docstring(text)
+    lines = text.splitlines(keepends=True)
+    first = 0
+    if start is not None:
+        found = [i for i, line in enumerate(lines) if start in line]
+        if not found:
+            raise ValueError(f"no line of {getattr(obj, '__name__', obj)} contains {start!r}")
+        first = found[0]
+    last = len(lines)
+    if end is not None:
+        found = [i for i, line in enumerate(lines[first:], first) if end in line]
+        if not found:
+            raise ValueError(f"no line after {start!r} contains {end!r}")
+        last = found[0] + 1
+    return textwrap.dedent("".join(lines[first:last]))
+
+
+def show_source(obj: Any, start: str | None = None, end: str | None = None,
+                docstring: bool = False) -> None:
+    """Print :func:`source_of` ``obj`` (see there), as the lines a reader should look at."""
+    print(source_of(obj, start, end, docstring).rstrip("\n"))

@@ -1,35 +1,37 @@
-"""One small model and one custom training step, shared by every multi-process lesson.
+"""One small model, one custom training step, and real digits, for every training lesson.
 
-The multi-worker lessons compare *strategies*, so the model, the data and the step
-must be the same under each of them: a small Keras 3 CNN on handwritten digits and a
-training step written with ``tf.GradientTape``. A custom loop rather than
-``model.fit`` because, with Keras 3, ``fit`` does not run under
-``MultiWorkerMirroredStrategy`` with two or more workers, nor under
-``ParameterServerStrategy``; the loop below runs under both (and under the default
-strategy in one process).
+The multi-worker lessons compare *strategies*, so the model, the data and the step are the
+same under each: a small Keras 3 CNN and a step written with ``tf.GradientTape``. A custom
+loop rather than ``model.fit``, because Keras 3's ``fit`` runs neither under
+``MultiWorkerMirroredStrategy`` with two or more workers nor under
+``ParameterServerStrategy``; this loop runs under both and under the default strategy.
 
-Data order is a pure function of ``(seed, step)``: a run resumed from a checkpoint at
-step ``s`` sees exactly the batches an uninterrupted run sees from step ``s`` on, which
-is what lets the fault-tolerance lesson assert that nothing was lost.
+Data order is a pure function of ``(seed, step)``: a run resumed from a checkpoint at step
+``s`` sees exactly the batches an uninterrupted run sees from ``s`` on, which lets the
+fault-tolerance lesson assert that nothing was lost. The seeds train on MNIST, which Keras
+downloads into ``~/.keras/datasets/mnist.npz``; without that cache (CI, offline
+classrooms) the series uses the UCI digits bundled in ``helpers/datasets/`` (1,797 real
+8x8 scans; see the README there), in the same shape, and says which it used.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from helpers.checks import require_int
-from helpers.data import load_digits
 from helpers.frameworks import import_tensorflow
 
 
 def training_arrays(examples: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, str]:
     """``examples`` digit images (N, H, W, 1) float32 and int labels, plus the data source.
 
-    Takes the first ``examples`` training images of :func:`helpers.data.load_digits`
+    Takes the first ``examples`` training images of :func:`helpers.training.load_digits`
     (MNIST when cached, else the bundled UCI digits), repeated if there are fewer.
     """
     require_int("examples", examples, 1)
@@ -187,3 +189,64 @@ def accuracy(model: Any, x: np.ndarray, y: np.ndarray) -> float:
     """Fraction of ``x`` the model classifies right (evaluated on this process's device)."""
     logits = np.asarray(model(x, training=False))
     return float(np.mean(np.argmax(logits, axis=1) == y))
+
+
+MNIST_CACHE = Path.home() / ".keras" / "datasets" / "mnist.npz"
+
+
+@dataclass(frozen=True)
+class Digits:
+    """Images scaled to [0, 1] with a channel axis (N, H, W, 1), integer labels 0-9."""
+
+    source: str
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+
+    def describe(self) -> str:
+        h, w = self.x_train.shape[1:3]
+        return (f"{self.source}: {len(self.x_train)} training and {len(self.x_test)} test "
+                f"images of {h}x{w} pixels, 10 classes")
+
+
+def _load_mnist(path: Path) -> Digits:
+    with np.load(path) as data:
+        x_train, y_train = data["x_train"], data["y_train"]
+        x_test, y_test = data["x_test"], data["y_test"]
+    scale = np.float32(255.0)
+    return Digits("MNIST (Keras cache)", (x_train[..., None] / scale).astype(np.float32),
+                  y_train.astype(np.int64), (x_test[..., None] / scale).astype(np.float32),
+                  y_test.astype(np.int64))
+
+
+#: The bundled UCI digits: one row per image, 64 pixel values (0-16) and then the label.
+DIGITS_FILE = Path(__file__).with_name("datasets") / "uci_digits.csv.gz"
+
+
+def read_uci_digits(path: Path = DIGITS_FILE) -> tuple[np.ndarray, np.ndarray]:
+    """(images N x 8 x 8 with values 0-16, labels N) from the bundled file."""
+    if not path.is_file():
+        raise FileNotFoundError(f"the digits file {path} is missing; restore it with "
+                                "`git checkout helpers/datasets` (it ships with the series)")
+    table = np.loadtxt(path, delimiter=",")
+    return table[:, :-1].reshape(-1, 8, 8), table[:, -1].astype(np.int64)
+
+
+def _load_uci_digits(test_fraction: float, seed: int) -> Digits:
+    pixels, labels = read_uci_digits()
+    images = (pixels / 16.0).astype(np.float32)[..., None]
+    order = np.random.default_rng(seed).permutation(len(images))
+    n_test = int(round(len(images) * test_fraction))
+    test, train = order[:n_test], order[n_test:]
+    return Digits("UCI handwritten digits (bundled)", images[train], labels[train],
+                  images[test], labels[test])
+
+
+def load_digits(prefer_mnist: bool = True, test_fraction: float = 0.2, seed: int = 0) -> Digits:
+    """MNIST from the Keras cache when present (and preferred), else the bundled UCI digits."""
+    if not 0.0 < test_fraction < 1.0:
+        raise ValueError(f"test_fraction must be between 0 and 1, not {test_fraction!r}")
+    if prefer_mnist and MNIST_CACHE.exists():
+        return _load_mnist(MNIST_CACHE)
+    return _load_uci_digits(test_fraction, seed)

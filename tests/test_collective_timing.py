@@ -14,8 +14,8 @@ from helpers.measure import (  # noqa: E402
     slowest,
 )
 from helpers.workers import tf_allreduce, tf_step_timing  # noqa: E402
+from helpers.workers.common import TIMING_DONE, report  # noqa: E402
 from helpers.workers.mx_worker import message_key, parse_results, time_push_pull  # noqa: E402
-from helpers.workers.tf_worker import TIMING_DONE, report  # noqa: E402
 
 
 def test_slowest_member_sets_a_collectives_time():

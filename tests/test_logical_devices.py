@@ -7,7 +7,7 @@ Python process.
 import pytest
 from fresh_python import run_python
 
-from helpers.devices.logical import (
+from helpers.devices import (
     DevicePlan,
     spread_over_cards,
     use_logical_cpus,
@@ -19,7 +19,7 @@ from helpers.devices.logical import (
 def test_same_count_twice_is_a_no_op_and_a_different_count_after_start_is_explained():
     out = run_python("""
         from helpers import import_tensorflow
-        from helpers.devices.logical import use_logical_cpus
+        from helpers.devices import use_logical_cpus
         tf = import_tensorflow()
         assert use_logical_cpus(3) == ["/CPU:0", "/CPU:1", "/CPU:2"]
         use_logical_cpus(3)

@@ -9,7 +9,6 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from helpers.data import load_digits  # noqa: E402
 from helpers.measure import TimingResult, bar_timings  # noqa: E402
 from helpers.output import (  # noqa: E402
     Table,  # noqa: E402
@@ -17,6 +16,7 @@ from helpers.output import (  # noqa: E402
     save_figure,
     save_results,  # noqa: E402
 )
+from helpers.training import load_digits  # noqa: E402
 
 
 def test_results_round_trip_with_machine_info_and_plain_values(tmp_path):
@@ -58,7 +58,7 @@ def test_plots_reject_mismatched_or_empty_data():
 
 
 def test_bundled_digits_are_the_uci_test_set():
-    from helpers.data import read_uci_digits
+    from helpers.training import read_uci_digits
 
     images, labels = read_uci_digits()
     assert images.shape == (1797, 8, 8) and labels.shape == (1797,)
@@ -68,14 +68,14 @@ def test_bundled_digits_are_the_uci_test_set():
 
 
 def test_missing_digits_file_says_how_to_restore_it(tmp_path):
-    from helpers.data import read_uci_digits
+    from helpers.training import read_uci_digits
 
     with pytest.raises(FileNotFoundError, match="git checkout helpers/datasets"):
         read_uci_digits(tmp_path / "gone.csv.gz")
 
 
 def test_digits_are_real_scaled_and_split(monkeypatch, tmp_path):
-    monkeypatch.setattr("helpers.data.MNIST_CACHE", tmp_path / "absent.npz")
+    monkeypatch.setattr("helpers.training.MNIST_CACHE", tmp_path / "absent.npz")
     digits = load_digits()
     assert digits.source == "UCI handwritten digits (bundled)"
     assert digits.x_train.shape[1:] == (8, 8, 1) and digits.x_train.dtype == np.float32
@@ -91,7 +91,7 @@ def test_mnist_cache_is_used_when_present(monkeypatch, tmp_path):
     rng = np.random.default_rng(0)
     np.savez(cache, x_train=rng.integers(0, 255, (5, 28, 28), dtype=np.uint8),
              y_train=np.arange(5), x_test=np.zeros((2, 28, 28), np.uint8), y_test=np.arange(2))
-    monkeypatch.setattr("helpers.data.MNIST_CACHE", cache)
+    monkeypatch.setattr("helpers.training.MNIST_CACHE", cache)
     digits = load_digits()
     assert digits.source.startswith("MNIST") and digits.x_train.shape == (5, 28, 28, 1)
     assert "5 training" in digits.describe()

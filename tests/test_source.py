@@ -4,7 +4,7 @@ import pytest
 
 from helpers import matpow as matpow_module
 from helpers import training
-from helpers.source import source_of
+from helpers.output import source_of
 
 
 def test_a_function_without_its_docstring():

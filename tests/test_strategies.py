@@ -7,7 +7,7 @@ run in a fresh Python process.
 import pytest
 from fresh_python import run_python as run_fresh
 
-from helpers.devices.strategies import (
+from helpers.devices import (
     mirrored_over,
     new_mirrored_strategy,
     replica_devices,
@@ -15,8 +15,8 @@ from helpers.devices.strategies import (
 
 CPU_ONLY = """
 from helpers import import_tensorflow
-from helpers.devices.logical import use_logical_cpus
-from helpers.devices.strategies import mirrored_over, replica_devices
+from helpers.devices import use_logical_cpus
+from helpers.devices import mirrored_over, replica_devices
 tf = import_tensorflow()
 if tf.config.list_physical_devices("GPU"):
     print("SKIP")  # these cases are about machines without GPUs

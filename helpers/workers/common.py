@@ -1,9 +1,12 @@
-"""What every worker program shares after its lesson: its flags checked, where it learns
-its cluster (TF_CONFIG, SLURM or Kubernetes), and a deadline for peers that never come.
+"""What every worker program shares after its lesson: flags, cluster, results, deadlines.
 
 A worker program is started by a launcher, often on another machine: a bad flag or a bad
 launch ends it at once in one clear line (argparse's ``prog: error: ...``, exit code 2),
-before TensorFlow or MXNet is imported, never a traceback from deep inside them.
+before TensorFlow or MXNet is imported, never a traceback from deep inside them. It learns
+its cluster from TF_CONFIG, SLURM or Kubernetes, gives up on peers that never come, and
+sends its numbers back as ``RESULT {json}`` lines on stdout, which the notebook reads from
+its log (the TensorFlow timing programs share how they call the strategy's all-reduce and
+take this worker's copy of a per-replica result).
 """
 
 from __future__ import annotations
@@ -16,14 +19,15 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from helpers.checks import require_int, require_number
+from helpers.workers.mx_worker import RESULT_PREFIX
 
-# -- Checks of a worker program's command line: a bad flag ends it at once, in one clear line.
 
 def check_flags(parser: argparse.ArgumentParser, args: argparse.Namespace,
                 ints: Mapping[str, tuple[int, int | None]] | None = None,
@@ -263,3 +267,42 @@ def deadline_for_peers(seconds: float, who: str, peers: Sequence[str] = ()) -> I
     finally:
         watchdog.stdin.close()  # releases the watchdog
         watchdog.wait()
+
+
+def report(**values: Any) -> None:
+    """Print one machine-readable result line for the notebook."""
+    print(RESULT_PREFIX + json.dumps(values, sort_keys=True), flush=True)
+
+
+def all_reduce(tf: Any, values: Any, options: Any = None) -> Any:
+    """Sum ``values`` (a tensor or a list) over all replicas, from inside ``strategy.run``.
+
+    This is the call Keras' optimizer makes for the gradients; ``options`` are
+    ``tf.distribute.experimental.CommunicationOptions`` for this call only.
+    """
+    context = tf.distribute.get_replica_context()
+    return context.all_reduce(tf.distribute.ReduceOp.SUM, values, options=options)
+
+
+def local_result(tf: Any, strategy: Any, result: Any) -> Any:
+    """This worker's copy of a (nested) per-replica result of ``strategy.run``."""
+    return tf.nest.map_structure(lambda r: strategy.experimental_local_results(r)[0], result)
+
+
+#: The line a worker prints once its last collective is done (the launcher waits for it).
+TIMING_DONE = "timing done"
+
+
+def finish(name: str, linger: float = 120.0) -> NoReturn:
+    """Print :data:`TIMING_DONE`, then wait to be ended by the launcher (at most ``linger`` s).
+
+    A worker cannot know when its peers have fetched the last chunk it serves (in a ring,
+    each worker pulls its last chunk from its neighbour after the neighbour has finished),
+    so leaving at once could break a peer's last collective; exiting normally would wait
+    in TensorFlow's shutdown barrier, seconds on a busy machine. The launcher ends every
+    worker once all of them have printed :data:`TIMING_DONE` (``LocalTFCluster.stop``).
+    """
+    print(f"[{name}] {TIMING_DONE}", flush=True)
+    sys.stderr.flush()
+    time.sleep(linger)
+    os._exit(0)

@@ -33,9 +33,8 @@ from typing import Any
 
 from helpers.frameworks import import_tensorflow
 from helpers.measure import benchmark
-from helpers.workers.common import cluster_resolver
+from helpers.workers.common import all_reduce, cluster_resolver, finish, local_result, report
 from helpers.workers.mwms_train import make_strategy
-from helpers.workers.tf_worker import all_reduce, finish, local_result, report
 
 #: Group and instance keys of the collectives called directly. MultiWorkerMirroredStrategy
 #: numbers its own groups from 1 up; these start far above, so the two never meet.

@@ -36,9 +36,8 @@ from helpers.costs import layer_costs, training_flops_per_example
 from helpers.frameworks import import_tensorflow
 from helpers.measure import benchmark
 from helpers.training import build_model, training_arrays
-from helpers.workers.common import cluster_resolver
+from helpers.workers.common import all_reduce, cluster_resolver, finish, local_result, report
 from helpers.workers.mwms_train import make_strategy
-from helpers.workers.tf_worker import all_reduce, finish, local_result, report
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -1,34 +1,157 @@
-"""Turn TensorFlow's device-placement log into records a notebook can show and assert on.
+"""Where an op ran: TensorFlow's device-placement log, captured and parsed.
 
-With ``log_device_placement`` on (``ConfigProto`` for a TF1 ``Session``,
-``tf.debugging.set_log_device_placement(True)`` in TF2), TensorFlow's C++ runtime writes
-one line per placed node. Two formats exist:
+TensorFlow's C++ runtime writes its placement log straight to file descriptors 1 and 2,
+below Python's ``sys.stdout``, so ``contextlib.redirect_stdout`` never sees it:
+:func:`capture_fds` swaps the descriptors themselves for a temporary file (in a terminal
+and in a Jupyter kernel alike), and :func:`capture_log` collects what TensorFlow's Python
+side sends through ``logging``. With ``log_device_placement`` on (``ConfigProto`` for a
+TF1 ``Session``, ``tf.debugging.set_log_device_placement(True)`` in TF2), two formats
+arrive:
 
-* graph placement (Session graphs and ``tf.function``), from the placer::
+* graph placement (Session graphs and ``tf.function``), on stdout and again on stderr::
 
       MatMul: (MatMul): /job:localhost/replica:0/task:0/device:CPU:0
 
-* eager execution, one line per executed op::
+* eager execution, one line per executed op, on stderr only::
 
       Executing op MatMul in device /job:localhost/replica:0/task:0/device:CPU:0
 
-The graph lines are printed on stdout and repeated on stderr with a log prefix; the eager
-lines only on stderr. The notebook turns logging on with the real API; this module only
-captures the descriptors and parses what arrived.
+The notebook turns logging on with the real API; this module only captures and parses.
 """
 
 from __future__ import annotations
 
+import ctypes
+import logging
+import os
 import re
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from helpers.capture import capture_fds
 from helpers.output import Table
+
+_STREAMS = {1: "stdout", 2: "stderr"}
+
+
+@dataclass
+class CapturedOutput:
+    """Text written to each captured descriptor; filled in when the block ends."""
+
+    text: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def stdout(self) -> str:
+        return self.text.get(1, "")
+
+    @property
+    def stderr(self) -> str:
+        return self.text.get(2, "")
+
+
+def _flush_cpp_cout() -> None:
+    """Flush C++'s ``std::cout``.
+
+    MXNet turns off the C++/C stdio synchronisation when it is imported, after which
+    ``std::cout`` (where TensorFlow prints graph placement) keeps its own buffer that
+    ``fflush`` does not reach. Only then is it needed (and only then is it safe: before
+    a C++ library has initialised ``std::cout`` the call would crash the process).
+    """
+    if "mxnet" not in sys.modules:
+        return
+    try:
+        lib = ctypes.CDLL("libstdc++.so.6")
+        cout = ctypes.c_char.in_dll(lib, "_ZSt4cout")
+        lib._ZNSo5flushEv(ctypes.byref(cout))
+    except (OSError, AttributeError, ValueError):
+        pass
+
+
+def _flush_everything() -> None:
+    """Flush Python's, C's and C++'s buffers so bytes land on the descriptor meant for them."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (ValueError, OSError):
+            pass
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):
+        pass
+    _flush_cpp_cout()
+
+
+@contextmanager
+def capture_fds(fds: tuple[int, ...] = (1, 2)) -> Iterator[CapturedOutput]:
+    """Send everything written to ``fds`` inside the block to a buffer instead.
+
+    >>> with capture_fds((1,)) as out:
+    ...     os.write(1, b"hello")
+    >>> out.stdout
+    'hello'
+    """
+    unknown = [fd for fd in fds if fd not in _STREAMS]
+    if unknown or not fds:
+        raise ValueError(f"capture_fds captures descriptors 1 and/or 2, not {fds!r}")
+    result = CapturedOutput()
+    saved: dict[int, int] = {}
+    files = {}
+    _flush_everything()
+    try:
+        for fd in fds:
+            files[fd] = tempfile.TemporaryFile()
+            saved[fd] = os.dup(fd)
+            os.dup2(files[fd].fileno(), fd)
+        yield result
+    finally:
+        _flush_everything()
+        for fd, original in saved.items():
+            os.dup2(original, fd)
+            os.close(original)
+        for fd, handle in files.items():
+            handle.seek(0)
+            result.text[fd] = handle.read().decode("utf-8", errors="replace")
+            handle.close()
+
+
+class _Collect(logging.Handler):
+    def __init__(self, records: list[logging.LogRecord]) -> None:
+        super().__init__()
+        self.records = records
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@contextmanager
+def capture_log(logger_name: str) -> Iterator[list[logging.LogRecord]]:
+    """Collect what the Python logger ``logger_name`` emits inside the block, unprinted.
+
+    TensorFlow's ``ClusterCoordinator`` reports a failed worker through the
+    ``tensorflow`` logger, from its own threads, with several lines of gRPC detail per
+    failure. A lesson that provokes the failure collects the records (each has its
+    ``created`` time and ``getMessage()``) and shows the one line it teaches. The
+    logger's level is left as it is; its handlers are put back when the block ends.
+    """
+    if not isinstance(logger_name, str) or not logger_name:
+        raise ValueError(
+            f"capture_log needs a logger name such as 'tensorflow', not {logger_name!r}")
+    logger = logging.getLogger(logger_name)
+    records: list[logging.LogRecord] = []
+    handlers, propagate = list(logger.handlers), logger.propagate
+    logger.handlers = [_Collect(records)]
+    logger.propagate = False
+    try:
+        yield records
+    finally:
+        logger.handlers = handlers
+        logger.propagate = propagate
+
 
 _LOG_PREFIX = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ [^\]]+\] ")
 _GRAPH_LINE = re.compile(r"^(?P<name>\S.*?): \((?P<op>[A-Za-z0-9_]+)\): (?P<device>/job:\S+)$")
