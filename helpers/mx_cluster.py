@@ -15,7 +15,7 @@ Every process gets ``DMLC_ROLE``, ``DMLC_PS_ROOT_URI``, ``DMLC_PS_ROOT_PORT``,
 advertises to the others (here 127.0.0.1). The scheduler and server loops live inside
 MXNet itself: with ``DMLC_ROLE`` set to ``scheduler`` or ``server``, ``import mxnet``
 does not return; it serves until every worker has finished and then exits the process.
-So servers and the scheduler run the tiny program :mod:`helpers.workers.mx_server`,
+So servers and the scheduler run :mod:`helpers.workers.mx_worker` (its ``main``),
 and workers run the program being taught. MXNet's ``tools/launch.py`` (not in the pip
 wheel) does the same with ssh; :func:`shell_commands` prints what it would run.
 
@@ -65,7 +65,7 @@ from helpers.processes import (
 from helpers.workers.mx_worker import READY, RESULT_PREFIX, parse_results
 
 ROLES = ("scheduler", "server", "worker")
-SERVER_MODULE = "helpers.workers.mx_server"
+SERVER_MODULE = "helpers.workers.mx_worker"
 
 
 def _check_count(value: int, what: str, maximum: int | None = None) -> None:

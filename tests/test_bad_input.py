@@ -27,7 +27,7 @@ from helpers.mx_cluster import LocalMXCluster, train_on_cluster
 from helpers.processes import free_ports
 from helpers.profiles import get_profile
 from helpers.tf_cluster import LocalTFCluster, cluster_spec
-from helpers.workers import mwms_train, mx_pushpull, mx_server, mx_train, tf1_mnist, tf_server
+from helpers.workers import mwms_train, mx_pushpull, mx_train, mx_worker, tf1_mnist, tf_server
 from helpers.workers.mx_worker import check_worker_env
 
 PUSHPULL = "helpers.workers.mx_pushpull"
@@ -72,7 +72,7 @@ CASES: dict[str, Case] = {
         lambda: mx_pushpull.parse_args([]), r"DMLC_NUM_WORKER must be an int >= 1, not 'abc'",
         SystemExit, {**DMLC, "DMLC_NUM_WORKER": "abc"}),
     "dmlc_num_worker_abc_server_program": Case(
-        lambda: mx_server.main([]), r"DMLC_NUM_WORKER must be an int >= 1, not 'abc'",
+        lambda: mx_worker.main([]), r"DMLC_NUM_WORKER must be an int >= 1, not 'abc'",
         SystemExit, {**SCHEDULER, "DMLC_NUM_WORKER": "abc"}),
     "dmlc_num_server_zero_connect": Case(
         lambda: check_worker_env({**DMLC, "DMLC_NUM_SERVER": "0"}),
@@ -107,13 +107,13 @@ CASES: dict[str, Case] = {
         SystemExit, {"TF_CONFIG": json.dumps({"cluster": {"worker": [f"{UNRESOLVABLE}:2222"]},
                                               "task": {"type": "worker", "index": 0}})}),
     "mx_scheduler_without_its_port": Case(
-        lambda: mx_server.main([]), r"DMLC_PS_ROOT_PORT not set",
+        lambda: mx_worker.main([]), r"DMLC_PS_ROOT_PORT not set",
         SystemExit, {**SCHEDULER, "DMLC_PS_ROOT_PORT": None}),
     "mx_scheduler_port_out_of_range": Case(
-        lambda: mx_server.main([]), r"DMLC_PS_ROOT_PORT must be an int from 1 to 65535",
+        lambda: mx_worker.main([]), r"DMLC_PS_ROOT_PORT must be an int from 1 to 65535",
         SystemExit, {**SCHEDULER, "DMLC_PS_ROOT_PORT": "70000"}),
     "mx_server_given_the_worker_role": Case(
-        lambda: mx_server.main([]), r"DMLC_ROLE is 'worker' .* workers run a worker program",
+        lambda: mx_worker.main([]), r"DMLC_ROLE is 'worker' .* workers run a worker program",
         SystemExit, DMLC),
     "mx_train_global_batch_0": Case(
         lambda: mx_train.parse_args(["--global-batch", "0"]),
@@ -292,7 +292,7 @@ def test_bad_input(name, case_tmp, monkeypatch, capsys):
 
 PROGRAM_CASES = {
     "mx_scheduler_without_its_port_program": (
-        "helpers.workers.mx_server", {**SCHEDULER, "DMLC_PS_ROOT_PORT": ""},
+        "helpers.workers.mx_worker", {**SCHEDULER, "DMLC_PS_ROOT_PORT": ""},
         "DMLC_PS_ROOT_PORT not set"),
     "dmlc_num_worker_abc_pushpull_program": (
         "helpers.workers.mx_pushpull", {**DMLC, "DMLC_NUM_WORKER": "abc"},

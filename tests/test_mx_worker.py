@@ -39,7 +39,7 @@ def test_check_worker_env_names_what_is_missing():
     partial = {k: v for k, v in FULL_ENV.items() if k != "DMLC_PS_ROOT_PORT"}
     with pytest.raises(RuntimeError, match="DMLC_PS_ROOT_PORT"):
         check_worker_env(partial)
-    with pytest.raises(RuntimeError, match="mx_server"):
+    with pytest.raises(RuntimeError, match="mx_worker"):
         check_worker_env({**FULL_ENV, "DMLC_ROLE": "server"})
 
 

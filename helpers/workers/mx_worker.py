@@ -1,4 +1,14 @@
-"""The worker side of a local MXNet cluster: join the kvstore, log, and report results.
+"""Both sides of an MXNet cluster's processes: the scheduler and servers, and the workers' kit.
+
+``python -m helpers.workers.mx_worker`` is the ps-lite scheduler or server (by
+``DMLC_ROLE``): there is nothing to write, because importing MXNet in such a process
+creates the kvstore server, serves pushes and pulls (running the optimizer the workers
+send) until every worker has finished, and exits from inside ``import mxnet``. The
+``DMLC_*`` variables are checked first: MXNet crashes on a missing port and waits forever
+on a count it cannot read. Security: ps-lite has no authentication and a server
+*unpickles* what workers send (MXNet's ``kvstore_server.py``), so whoever reaches its port
+can run code as you; it listens on ``DMLC_NODE_HOST``: 127.0.0.1 on one machine, a
+private network, VPN or SSH tunnel across several.
 
 A worker program (``python -m helpers.workers.mx_*``) and the launcher in
 :mod:`helpers.mx_cluster` talk through the worker's log, which is all a real cluster
@@ -20,6 +30,7 @@ reuse that import.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -60,7 +71,7 @@ def dmlc_env_problem(environ: Mapping[str, str] | None = None,
                 "variables printed by helpers.mx_cluster.shell_commands()")
     role = env["DMLC_ROLE"]
     if role not in roles:
-        other = ("servers and the scheduler run helpers.workers.mx_server" if role in (
+        other = ("servers and the scheduler run helpers.workers.mx_worker" if role in (
             "server", "scheduler") else "workers run a worker program such as "
             "helpers.workers.mx_pushpull" if role == "worker" else
             "DMLC_ROLE is one of scheduler, server, worker")
@@ -215,3 +226,21 @@ def time_push_pull(
         rows.append({"bytes": 4 * n, "median_s": statistics.median(samples),
                      "best_s": min(samples), "samples": samples})
     return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The scheduler or a server: check the ``DMLC_*`` variables, then ``import mxnet``."""
+    parser = argparse.ArgumentParser(description="a ps-lite scheduler or server (DMLC_ROLE)")
+    parser.parse_args(argv)
+    problem = dmlc_env_problem(roles=("scheduler", "server"))
+    if problem:
+        parser.error(problem)
+    import_mxnet()  # a scheduler or server never returns from this call
+    raise SystemExit(
+        "helpers.workers.mx_worker returned from `import mxnet`, so DMLC_ROLE is not "
+        "'scheduler' or 'server'; workers run a worker program such as helpers.workers.mx_pushpull"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
