@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from bench.stats import median
-from helpers.checks import require_int
+from helpers.machine import require_int
 
 WORKER = "helpers.workers.tf_server"
 

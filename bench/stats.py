@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from helpers.checks import require_int
+from helpers.machine import require_int
 
 
 def _check_samples(values: Sequence[float], what: str) -> list[float]:

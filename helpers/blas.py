@@ -29,8 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from helpers.checks import require_int, require_positive_number
-from helpers.machine import cpu_cores
+from helpers.machine import cpu_cores, require_int, require_positive_number
 from helpers.output import Table
 
 _TASKS = Path("/proc/self/task")

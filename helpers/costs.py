@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from helpers.checks import require_int, require_number
+from helpers.machine import require_int, require_number
 from helpers.output import Table
 
 # -- The latency-bandwidth model and the two gradient exchanges, as notebook 10 derives them.

@@ -38,9 +38,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from helpers.blas import mxnet_omp_threads
-from helpers.checks import require_int
 from helpers.frameworks import import_mxnet, import_tensorflow, mxnet_import_settings, mxnet_route
-from helpers.machine import cpu_cores, query_nvidia_smi, share_jit_cache, smi_output
+from helpers.machine import cpu_cores, query_nvidia_smi, require_int, share_jit_cache, smi_output
 from helpers.output import Table
 
 KNOWN_TYPES = ("CPU", "GPU", "TPU")

@@ -11,17 +11,25 @@ beside their numbers, all from this one description. It is read from ``/proc``,
 ``psutil``, ``nvidia-smi`` and the installed packages' metadata, never by importing
 TensorFlow or MXNet: describing the machine must not cost a framework's start-up, nor
 load a framework into a notebook that does not use it.
+
+At the same bottom: the checks of values a learner types (profiles, ``benchmark``,
+cluster constructors, worker flags), so a mistake is reported at once and in words, not
+as a framework's traceback minutes later. They refuse bools (``isinstance(True, int)``
+holds) and NaN or infinity; an optional ``hint`` says what to do where the range alone
+does not.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import platform
 import re
 import shutil
 import subprocess
+from collections.abc import Collection
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -182,3 +190,63 @@ def describe_machine() -> dict[str, Any]:
         "profile": os.environ.get("SERIES_PROFILE"),
         "versions": {p: package_version(p) for p in PACKAGES},
     }
+
+
+# -- Checks of the values learners type.
+
+def _with(hint: str) -> str:
+    return f"; {hint}" if hint else ""
+
+
+def require_int(name: str, value: object, minimum: int, maximum: int | None = None,
+                hint: str = "") -> int:
+    """``value`` if it is an int (not a bool) in ``[minimum, maximum]``, else ValueError.
+
+    ``hint`` is added to the message of a value above ``maximum``.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, not {value!r}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be an int from {minimum} to {maximum}, not {value!r}"
+                         f"{_with(hint)}")
+    return value
+
+
+def require_number(name: str, value: object, *, minimum: float | None = None,
+                   maximum: float | None = None, above: float | None = None,
+                   hint: str = "") -> float:
+    """``value`` as a float if it is a finite number (not a bool) within the bounds.
+
+    ``minimum`` and ``maximum`` are inclusive, ``above`` is exclusive (``above=0`` for
+    "greater than zero").
+    """
+    bounds = [f"> {above:g}" if above is not None else "",
+              f">= {minimum:g}" if minimum is not None else "",
+              f"<= {maximum:g}" if maximum is not None else ""]
+    expected = " and ".join(b for b in bounds if b)
+    problem = ValueError(f"{name} must be a {'finite ' if not expected else ''}number"
+                         f"{' ' + expected if expected else ''}, not {value!r}{_with(hint)}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise problem
+    x = float(value)
+    if not math.isfinite(x) or (above is not None and not x > above) or (
+            minimum is not None and x < minimum) or (maximum is not None and x > maximum):
+        raise problem
+    return x
+
+
+def require_positive_number(name: str, value: object) -> float:
+    """``value`` as a float if it is a finite number (not a bool) above zero, else ValueError."""
+    return require_number(name, value, above=0)
+
+
+def require_choice(name: str, value: object, choices: Collection[object],
+                   hint: str = "") -> object:
+    """``value`` if it is one of ``choices`` (and of the same type), else ValueError listing them.
+
+    The type must match too, so ``True`` is not taken for the choice ``1``.
+    """
+    if not any(value == c and type(value) is type(c) for c in choices):
+        listed = ", ".join(repr(c) for c in choices)
+        raise ValueError(f"{name} must be one of {listed}, not {value!r}{_with(hint)}")
+    return value

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from helpers.checks import require_int
+from helpers.machine import require_int
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from helpers.checks import require_int
+from helpers.machine import require_int
 from helpers.output import Table
 
 # -- Time code on devices correctly: warm up, repeat, and wait for the device to finish.

@@ -44,8 +44,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from helpers.checks import require_choice, require_int, require_number
 from helpers.exposure import check_exposure, external_allowed
+from helpers.machine import require_choice, require_int, require_number
 from helpers.output import Table
 from helpers.processes import (
     LOCAL_TASKS_HINT,

@@ -324,8 +324,8 @@ def _last_line(text: str) -> str:
 
 
 def run_probe(root: Path, timeout: float = PROBE_TIMEOUT_S) -> MXNetRoute:
-    """Probe the side directory in a fresh Python process (:mod:`helpers.mxnet_gpu_probe`)."""
-    command = [sys.executable, "-m", "helpers.mxnet_gpu_probe", str(root)]
+    """Probe the side directory in a fresh Python process (``python -m helpers.environment``)."""
+    command = [sys.executable, "-m", "helpers.environment", str(root)]
     env = {**os.environ, "TF_FORCE_GPU_ALLOW_GROWTH": "true", "TF_CPP_MIN_LOG_LEVEL": "2"}
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,

@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from helpers.checks import require_int, require_number
+from helpers.machine import require_int, require_number
 from helpers.output import Table
 
 # -- Hosts, ports and listeners: where a local cluster's servers can listen, and who does.

@@ -189,8 +189,8 @@ def detect_profile_name() -> str:
 
 
 def _check_override(field: str, value: Any) -> None:
-    """ValueError, in the words of :mod:`helpers.checks`, for an override out of range."""
-    from helpers.checks import require_int, require_number  # noqa: PLC0415
+    """ValueError, in the words of :mod:`helpers.machine`, for an override out of range."""
+    from helpers.machine import require_int, require_number  # noqa: PLC0415
     from helpers.matpow import MAX_N, require_fits_in_memory  # noqa: PLC0415
     from helpers.processes import LOCAL_TASKS_HINT, MAX_LOCAL_TASKS  # noqa: PLC0415
 

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from helpers.checks import require_int
 from helpers.frameworks import import_tensorflow
+from helpers.machine import require_int
 
 
 def training_arrays(examples: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, str]:

@@ -2,7 +2,7 @@
 
 Every case here once hung, crashed with a traceback from deep inside TensorFlow, MXNet
 or JSON (one segfaulted), or was silently accepted. Helpers raise ValueError (or the
-error their callers expect) with a message in the words of :mod:`helpers.checks`;
+error their callers expect) with a message in the words of :mod:`helpers.machine`;
 worker programs end with argparse's ``error:`` line and exit code 2 before importing
 either framework. Most cases run in this process; a few run the program itself.
 """

@@ -2,7 +2,7 @@
 
 import pytest
 
-from helpers.checks import require_int, require_positive_number
+from helpers.machine import require_int, require_positive_number
 
 
 def test_require_int_returns_good_values():

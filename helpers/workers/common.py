@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
-from helpers.checks import require_int, require_number
+from helpers.machine import require_int, require_number
 from helpers.workers.mx_worker import RESULT_PREFIX
 
 
@@ -35,7 +35,7 @@ def check_flags(parser: argparse.ArgumentParser, args: argparse.Namespace,
     """``parser.error`` for the first flag outside its range.
 
     ``ints`` maps a destination (``global_batch``) to ``(minimum, maximum or None)``;
-    ``numbers`` maps one to :func:`~helpers.checks.require_number`'s bounds
+    ``numbers`` maps one to :func:`~helpers.machine.require_number`'s bounds
     (``{"above": 0}``), which also refuse NaN and infinity. A list value (``nargs``) is
     checked element by element.
     """

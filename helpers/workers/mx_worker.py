@@ -43,8 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from helpers.checks import require_int
 from helpers.frameworks import import_mxnet
+from helpers.machine import require_int
 from helpers.output import Table
 
 READY = "mx-worker ready"

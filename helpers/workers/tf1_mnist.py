@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from helpers.checks import require_int, require_number
+from helpers.machine import require_int, require_number
 
 JOBS = ("ps", "worker")
 SESSIONS = ("supervisor", "monitored")
