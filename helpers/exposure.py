@@ -1,28 +1,17 @@
 """Who could reach a cluster's ports: this machine's addresses, and when to refuse to start.
 
-Neither distributed runtime of the series authenticates anyone:
+Neither runtime authenticates anyone. TensorFlow's gRPC server listens on ``0.0.0.0:<port>``
+(every IPv4 and IPv6 address) whatever ``TF_CONFIG`` names, and a client that reaches it can
+run ops in the task, so read and write the learner's files. MXNet's ps-lite listens on
+``DMLC_NODE_HOST`` (127.0.0.1 here), but its servers unpickle what they receive: the same
+risk wherever it listens for other machines.
 
-* TensorFlow's gRPC server listens on ``0.0.0.0:<port>`` (every IPv4 and IPv6 address)
-  whatever host ``TF_CONFIG`` names; no option changes it. A client that reaches the
-  port can run ops in the task, and so read and write files as the learner.
-* MXNet's ps-lite listens on ``DMLC_NODE_HOST`` (127.0.0.1 in the series' local
-  clusters, which is safe), but on several machines it must listen where the others
-  can reach it, and MXNet's servers unpickle the commands sent to them: the same risk.
-
-So the series looks at this machine's addresses (:func:`network_exposure`), leaving out
-loopback and link-local ones, and sorts them with Python's :mod:`ipaddress`: *public*
-(globally routable, ``is_global``) or *private* (RFC 1918, IPv6 ULA, carrier-grade NAT,
-documentation ranges: everything that is not global). Then, for a TensorFlow cluster,
-which cannot be told to listen on loopback only (:func:`check_exposure`):
-
-* loopback only: nothing to say;
-* private addresses only: the cluster starts, and a banner (once per process) names the
-  addresses and what to do if that network is not trusted;
-* a public address: starting is refused with :class:`ExposureError`, unless the caller
-  passes ``allow_external=True`` or the environment has ``SERIES_ALLOW_EXTERNAL=1``
-  (after firewalling the ports, on a private network or behind SSH tunnels).
-
-Notebooks print the same facts with :func:`network_banner`.
+:func:`network_exposure` sorts this machine's addresses (less loopback and link-local) with
+:mod:`ipaddress` into *public* (``is_global``) and *private* (everything else). For a
+TensorFlow cluster (:func:`check_exposure`): loopback only, nothing to say; private only, a
+banner once per process naming them; a public address, :class:`ExposureError` unless
+``allow_external=True`` or ``SERIES_ALLOW_EXTERNAL=1``. :func:`network_banner` prints the
+same facts in notebooks.
 """
 
 from __future__ import annotations

@@ -1,40 +1,24 @@
 """Import MXNet and TensorFlow the way every notebook and worker process needs them.
 
-MXNet 1.9.1 (2022) is the last MXNet release: the project moved to the Apache Attic in
-2023. Its metadata says ``numpy<2``, yet its Python code reads only a few names that numpy
-2 removed (constants such as ``np.PINF``, aliases such as ``np.alltrue``, ``np.compat``,
-stubs such as ``np.mirr``), at import time and when it registers its NumPy dispatch. The
-series installs MXNet without that stale requirement and puts those names back before
-``import mxnet``, in *every* process (notebook kernels, cluster workers):
-:data:`NUMPY_NAMES_MXNET_READS`, found by scanning MXNet's sources
-(``tests/test_numpy_fix.py`` repeats the scan, so a name missed here fails CI).
+MXNet 1.9.1 (2022) is the last MXNet release. Its metadata says ``numpy<2``, yet its code
+reads only a few names numpy 2 removed (``np.PINF``, ``np.alltrue``, ``np.compat``,
+``np.mirr``, ...): the series installs it without that requirement and puts exactly those
+names back before ``import mxnet`` in *every* process (:data:`NUMPY_NAMES_MXNET_READS`,
+found by a scan of MXNet's sources that ``tests/test_numpy_fix.py`` repeats; notebook 00).
 
-MXNet's CPU speed depends on two settings it reads once, at import: how many OpenMP
-threads each operator gets (on x86 it assumes hyper-threading and takes half of the
-processors, which leaves half the cores idle on machines with one thread per core) and
-which kernels its bundled OpenBLAS 0.3.13 uses (it does not recognise recent CPUs and
-falls back to generic SSE3 ones). Unless the user set them, ``import_mxnet`` gives MXNet
-all physical cores and the best kernel set the CPU's flags allow, the latter for MXNet's
-OpenBLAS alone: NumPy's OpenBLAS is already loaded by then and keeps its own choice, and
-both variables are removed again after the import so that no other library or child
-process inherits them. ``SERIES_MXNET_TUNING=0`` imports MXNet exactly as installed.
+MXNet's CPU speed depends on two settings read once, at import: OpenMP threads per
+operator (it assumes hyper-threading and takes half the processors) and the kernels of its
+bundled OpenBLAS 0.3.13 (which falls back to generic SSE3 on recent CPUs). Unless the user
+set them, ``import_mxnet`` gives it all physical cores and the best kernel set the CPU's
+flags allow, for MXNet's OpenBLAS alone, and removes both variables again so no other
+library or child inherits them (``SERIES_MXNET_TUNING=0``: MXNet as installed). Which
+MXNet: the CPU wheel, or the opt-in GPU build once a probe passed (:mod:`helpers.mxnet_gpu`);
+whatever fails there falls back to the CPU wheel with one paragraph saying why.
 
-Which MXNet: the environment's own (the CPU wheel, also on GPU machines by default), or
-the CUDA build of the opt-in MXNet GPU route, but only once a probe in a separate
-process showed that it loads and runs a kernel on this GPU (:mod:`helpers.mxnet_gpu`
-explains why). Whatever fails on the GPU side, ``import_mxnet`` falls back to the CPU
-wheel with a one-paragraph explanation: it never leaves a kernel without MXNet.
-
-TensorFlow prints several lines of C++ start-up messages (oneDNN, CUDA probing, CPU
-features) on stderr when it is imported and when it first looks for devices. The quiet
-import captures the descriptor while that happens and keeps the text for anyone who wants
-to read it. It deliberately leaves ``TF_CPP_MIN_LOG_LEVEL`` alone: raising it would also
-hide the ``Executing op ... in device ...`` lines that the placement lessons read.
-
-TensorFlow 2.16+ also imports Keras eagerly at start-up: about 3 of the 7 seconds an
-import takes on a 2-core machine. Worker programs that use no Keras (TF1 graph code, a
-bare ``tf.distribute.Server``) skip that with ``import_tensorflow(keras=False)``, which
-matters when several tasks start at once on the same cores.
+TensorFlow's C++ start-up messages are captured during the quiet import and kept;
+``TF_CPP_MIN_LOG_LEVEL`` stays alone, since raising it would also hide the ``Executing op``
+lines the placement lessons read. ``import_tensorflow(keras=False)`` skips Keras's eager
+import (about 3 of 7 seconds on 2 cores) for worker programs that use none.
 """
 
 from __future__ import annotations

@@ -1,36 +1,18 @@
 """Run MXNet's parameter server (ps-lite) as real processes on this machine.
 
-MXNet's distributed kvstore (``dist_sync``, ``dist_async``) is three kinds of process
-that find each other through environment variables, the same on one machine or many:
+A scheduler, servers and workers find each other through ``DMLC_*`` variables (notebook 09
+teaches the roles). With ``DMLC_ROLE`` set to ``scheduler`` or ``server``, ``import mxnet``
+serves until every worker has finished and never returns, so those roles run
+:mod:`helpers.workers.mx_worker`'s ``main`` and workers run the program being taught;
+:func:`shell_commands` prints the same cluster for several machines (what MXNet's
+``tools/launch.py``, not in the pip wheel, does over ssh).
 
-* one **scheduler**: listens on ``DMLC_PS_ROOT_URI:DMLC_PS_ROOT_PORT``, registers every
-  other process, hands out ranks and runs barriers;
-* one or more **servers**: hold the parameters (each key, or slice of a big array, lives
-  on one server), sum the workers' pushes and apply the optimizer;
-* one or more **workers**: run the training program and ``push`` gradients / ``pull``
-  weights through ``mx.kv.create('dist_sync')``.
-
-Every process gets ``DMLC_ROLE``, ``DMLC_PS_ROOT_URI``, ``DMLC_PS_ROOT_PORT``,
-``DMLC_NUM_SERVER`` and ``DMLC_NUM_WORKER``, plus ``DMLC_NODE_HOST``, the address it
-advertises to the others (here 127.0.0.1). The scheduler and server loops live inside
-MXNet itself: with ``DMLC_ROLE`` set to ``scheduler`` or ``server``, ``import mxnet``
-does not return; it serves until every worker has finished and then exits the process.
-So servers and the scheduler run :mod:`helpers.workers.mx_worker` (its ``main``),
-and workers run the program being taught. MXNet's ``tools/launch.py`` (not in the pip
-wheel) does the same with ssh; :func:`shell_commands` prints what it would run.
-
-:class:`LocalMXCluster` is built on :class:`helpers.processes.ProcessGroup`: a free port
-picked at start (and never one another running cluster of this process uses), readiness
-checked (the scheduler listening, then every worker's
-:data:`helpers.workers.mx_worker.READY` line, which MXNet lets it print only once the
-whole cluster has registered), a timeout on every wait, every role watched while the
-job runs, one log per process, and everything ended when the ``with`` block ends.
-
-Security: ps-lite has no authentication, and MXNet's servers *unpickle* the commands
-workers send them (``kvstore_server.py``), so whoever can reach a server's port can run
-code as its user. Locally every process listens on ``DMLC_NODE_HOST`` = 127.0.0.1,
-which only this machine can reach. On several machines, run the cluster only on a
-private network, a VPN or SSH tunnels, with its ports open only between the peers.
+:class:`LocalMXCluster` is a :class:`helpers.processes.ProcessGroup`: a free port, ready
+when the scheduler listens and every worker printed
+:data:`helpers.workers.mx_worker.READY` (MXNet lets it only once all have registered), a
+timeout on every wait, every role watched, one log each, all ended with the ``with`` block.
+Security: ps-lite has no authentication and its servers *unpickle* what workers send, so
+every process listens on ``DMLC_NODE_HOST`` = 127.0.0.1 (README, Security).
 """
 
 from __future__ import annotations

@@ -1,48 +1,23 @@
 """MXNet on GPUs beside TensorFlow: an opt-in side directory, used only after a probe passed.
 
-MXNet 1.9.1's only CUDA wheel on PyPI, ``mxnet-cu117``, holds ``libmxnet.so`` but none of
-the CUDA 11 libraries it is linked against (``libcudart.so.11.0``, ``libcublas.so.11``,
-``libcudnn.so.8``, ``libnccl.so.2``, ``libcusolver.so.11``, ``libcurand.so.10``,
-``libcufft.so.10``, ``libcusparse.so.11``, ``libnvrtc.so.11.2``, ``libnvToolsExt.so.1``),
-so installed alone it does not import. NVIDIA ships those libraries as pip wheels
-(``nvidia-*-cu11``), but TensorFlow's GPU build brings the CUDA 12 family
-(``nvidia-*-cu12``) and both families write some of the same files
-(``nvidia/cusolver/lib/libcusolver.so.11``, ``nvidia/nccl/lib/libnccl.so.2``): in one
-environment the second install overwrites libraries TensorFlow uses. And the wheel's
-kernels are compiled for compute capability 5.0, 6.0, 7.0, 8.0 and 8.6 only, without
-PTX: on an H100 (9.0) or newer it imports and then fails at its first kernel ("no kernel
-image is available"), a CUDA error that can leave the process unusable.
-
-So the series' default GPU environment (``requirements-gpu.txt``) runs TensorFlow on the
-GPUs and installs MXNet's CPU wheel, which always imports. MXNet on GPU is opt-in:
-``requirements-mxnet-gpu.txt`` (the cu117 wheel and the CUDA 11 wheels) is installed with
-``pip install --no-deps --target .mxnet-gpu`` into a *side directory* that is not on
-``sys.path``, so nothing of TensorFlow's is touched. Before a process uses it,
-:func:`route` decides:
+README's "GPU instances" has the evidence; in short, MXNet 1.9.1's only CUDA wheel
+(``mxnet-cu117``) lacks the CUDA 11 libraries it links against, NVIDIA's ``nvidia-*-cu11``
+wheels that provide them overwrite files of TensorFlow's CUDA 12 wheels, and its kernels stop
+at compute capability 8.6 without PTX (an H100 imports it, then fails at the first kernel).
+So the GPU route lives in a side directory off ``sys.path`` (``pip install --no-deps
+--target .mxnet-gpu``), and :func:`route` decides per process:
 
 1. no side directory (or ``SERIES_MXNET_GPU=0``): the CPU wheel, no probe;
 2. a side directory that lacks a library: the CPU wheel, and a message naming it;
-3. otherwise a short probe in a *subprocess* (:func:`run_probe`): TensorFlow first, as in
-   the notebooks, then the CUDA 11 libraries, ``import mxnet`` from the side directory
-   and tiny ops on ``gpu(0)`` (elementwise, cuBLAS, cuDNN), with a timeout. A crash or
-   "no kernel image" there costs a child process, never the notebook's kernel.
+3. otherwise a probe in a *subprocess* (``python -m helpers.environment``), with a timeout:
+   a crash or "no kernel image" costs a child process, never the notebook's kernel.
 
-The verdict is cached for the session in a file in the temporary directory whose name
-is derived from the side directory, its modification time, the Python interpreter and
-``CUDA_VISIBLE_DEVICES``: every kernel and worker process of the session reads the same
-answer without probing again, and re-installing the side directory (which changes its
-modification time) or exposing other GPUs asks again. A file rather than an
-environment variable because notebooks run in separate kernels, which inherit nothing
-from each other.
-
-When the probe passed, :func:`load_cuda_libraries` loads each CUDA 11 library by its
-full path before ``import mxnet`` (``LD_LIBRARY_PATH`` is read once, when a process
-starts, so it cannot be set from Python): the dynamic loader then finds every name
-``libmxnet.so`` asks for already loaded. A name that is already loaded (TensorFlow got
-there first) is left as it is, and a name TensorFlow's CUDA 12 wheels also provide
-(``libcusolver.so.11``, ``libcurand.so.10``, ``libnccl.so.2``) is taken from TensorFlow's
-newer copy when it loads: a library keeps its binary interface for as long as it keeps
-its name, so one copy serves both frameworks whichever imports first.
+The verdict is cached in a temporary file keyed by the side directory, its modification time,
+the interpreter and ``CUDA_VISIBLE_DEVICES`` (a file, because notebook kernels inherit
+nothing from each other). After a passed probe, :func:`load_cuda_libraries` loads each CUDA
+11 library by full path before ``import mxnet`` (``LD_LIBRARY_PATH`` is read only at process
+start); a name TensorFlow already loaded, or provides in a newer copy, serves both frameworks,
+since a library keeps its binary interface as long as it keeps its name.
 """
 
 from __future__ import annotations

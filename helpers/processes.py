@@ -1,43 +1,25 @@
 """Start, watch and always end the processes of a local cluster, and what its clusters share.
 
-Every multi-process lesson (TensorFlow workers and parameter servers, MXNet's scheduler,
-servers and workers) needs the same discipline, so it lives here once:
+Every multi-process lesson needs the same discipline, kept here once: ports picked free at
+run time (never one another running cluster of this process uses); each process in its own
+process group, with its output in a log file the notebook can show; readiness *checked*
+(the task's own process listening, a line in its log), never a fixed ``sleep``; a timeout
+on every wait (:func:`poll_until`), and a process that dies meanwhile named at once with
+its log's end; and everything started ended when the ``with`` block of
+:class:`ProcessGroup` ends (success, error, timeout, Jupyter's interrupt), at interpreter
+exit, and through Linux's parent-death signal even if the kernel is killed.
 
-* ports are picked free at run time, never hard-coded, and never one that another
-  running cluster of this process uses;
-* each process runs in its own process group with its output in a log file, so the
-  notebook can show each task's log and nothing is lost if the process crashes;
-* readiness is *checked* (the task's own process listening on its port, a line in the
-  log) with a timeout, never assumed after a fixed ``sleep``;
-* every wait has a timeout, and a process that dies while we wait is reported at once
-  with the end of its log;
-* :class:`ProcessGroup` ends everything it started when its ``with`` block ends, on
-  success, error, timeout or ``KeyboardInterrupt`` (Jupyter's interrupt), at interpreter
-  exit, and, through Linux's parent-death signal, even if the notebook kernel is killed.
+No signal ever reaches a stranger: a group is signalled only while its leader is our child
+and not yet *reaped* (until then its pid cannot be reused), and every reap follows a
+SIGKILL to the leader's group. Children are started from one long-lived launcher thread,
+because the parent-death signal follows the *thread* that forked; the signal is set by a
+tiny launcher program (:data:`_LAUNCHER`), not a ``preexec_fn``, which would run Python
+between ``fork`` and ``exec`` in a child of a kernel with dozens of threads, where a lock
+held at the fork deadlocks it.
 
-Two rules keep the clean-up from ever hitting a stranger. A signal goes to a process
-group only while its leader is our own child that has not been *reaped* (collected with
-``wait``): until then its id cannot be given to another process. Once a pid has been
-reaped it may be reused within seconds (pid_max can be 32768 and a TensorFlow process
-uses about a hundred thread ids), so nothing is sent to it again. And because a reap
-ends that guarantee, every reap is preceded by a SIGKILL to the leader's group, which
-ends anything the task left behind in it.
-
-Children are started from one long-lived launcher thread, never from the caller's
-thread: Linux delivers the parent-death signal when the *thread* that forked the child
-ends, so a child started from a short-lived thread (a timer, a thread pool) would be
-killed as soon as that thread finished. The parent-death signal is set by a tiny launcher
-program (:data:`_LAUNCHER`), not a ``preexec_fn``: that would run Python between ``fork`` and
-``exec`` in the child of a kernel with dozens of threads, where a lock another thread held at
-the fork deadlocks the child (Python's documentation warns against it).
-
-Log folders: a group that makes its own folder under the temporary directory marks it
-with :data:`RUN_MARKER`; when a new group starts, the folders of processes that have
-ended are pruned by :func:`prune_log_folders` (the last few runs are kept, and the
-logs of failed runs for longer, for diagnosis).
-
-:class:`LocalCluster` is what the TensorFlow and MXNet clusters share (``show_logs``,
-``wait_for_log``, ``kill``, ``stop``); :func:`poll_until` is every wait of the series.
+Log folders a group makes for itself carry :data:`RUN_MARKER`; the folders of ended runs
+are pruned when a new group starts (:func:`prune_log_folders`: the last few runs, failed
+ones longer). :class:`LocalCluster` is what the TensorFlow and MXNet clusters share.
 """
 
 from __future__ import annotations

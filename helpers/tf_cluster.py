@@ -1,26 +1,17 @@
 """A TensorFlow cluster of real processes on one machine, described by ``TF_CONFIG``.
 
-TensorFlow's distributed runtime does not care whether its tasks run on eight machines
-or on one: every task is a process with a gRPC server at ``host:port``, and every task
-learns the whole cluster and its own place in it from the ``TF_CONFIG`` environment
-variable. So a lesson can start the very programs that would run on real machines, on
-``127.0.0.1`` with one port each, and the same program later runs unchanged elsewhere.
+Every task is a process with a gRPC server at ``host:port`` that learns the whole cluster
+and its own place in it from ``TF_CONFIG``, so the programs a lesson starts on
+``127.0.0.1`` run unchanged on eight machines. :func:`cluster_spec` picks free ports and
+lays out the jobs, :func:`tf_config` writes one task's JSON, and :class:`LocalTFCluster`
+(a :class:`helpers.processes.ProcessGroup`) starts the tasks, waits until each task's own
+process listens on its port, names a task that crashes or hangs with its log's end, kills
+one on purpose for the fault-tolerance lessons, and ends them all with its ``with`` block.
 
-This module does the bookkeeping around that, on top of
-:class:`helpers.processes.ProcessGroup`:
-
-* :func:`cluster_spec` picks free ports at run time and lays out the jobs;
-* :func:`tf_config` writes the JSON one task reads;
-* :class:`LocalTFCluster` starts the tasks, waits until every task's own process listens
-  on its gRPC port (never a fixed sleep), reports a task that crashes or hangs with the
-  end of its log, keeps each task's log (across restarts), kills a task on purpose for
-  fault-tolerance lessons, and ends every process when its ``with`` block ends.
-
-Security: a TensorFlow task listens on ``0.0.0.0:<port>`` whatever host ``TF_CONFIG``
-names, with no authentication, so whoever can reach the port can run code as the
-learner. :meth:`LocalTFCluster.start` therefore checks this machine's addresses first
-(:func:`helpers.exposure.check_exposure`): with a public address it refuses to
-start unless told ``allow_external=True`` (or ``SERIES_ALLOW_EXTERNAL=1``).
+Security: a task listens on ``0.0.0.0:<port>`` whatever ``TF_CONFIG`` says, with no
+authentication, so :meth:`LocalTFCluster.start` refuses on a machine with a public address
+unless told ``allow_external=True`` or ``SERIES_ALLOW_EXTERNAL=1``
+(:func:`helpers.exposure.check_exposure`).
 """
 
 from __future__ import annotations
