@@ -18,10 +18,8 @@ when a function first needs it, so the worker processes of a cluster start quick
 """
 
 from helpers import training
-from helpers.blas import busy_threads
 from helpers.capture import capture_fds
 from helpers.costs import AlphaBeta, Traffic, fit_alpha_beta, ring_allreduce_seconds
-from helpers.data import load_digits
 from helpers.devices.inventory import list_devices, nvidia_smi, physical_gpu_count
 from helpers.devices.logical import requirements_banner
 from helpers.devices.mxnet_contexts import context_pair
@@ -30,13 +28,13 @@ from helpers.devices.placement import capture_placement
 from helpers.exposure import network_banner
 from helpers.frameworks import import_mxnet, import_tensorflow, mxnet_import_settings
 from helpers.machine import cpu_cores
-from helpers.measure import bar_timings, benchmark
+from helpers.measure import bar_timings, benchmark, busy_threads
 from helpers.mx_cluster import LocalMXCluster, train_on_cluster
-from helpers.output import Table, line_speedup, save_figure, save_results
+from helpers.output import Table, line_speedup, save_figure, save_results, show_source
 from helpers.processes import leftover_processes
 from helpers.profiles import get_profile
-from helpers.source import show_source
 from helpers.tf_cluster import LocalTFCluster, gpu_task_env
+from helpers.training import load_digits
 from helpers.workers.mx_worker import parse_results
 from helpers.workers.tf_worker import TIMING_DONE
 

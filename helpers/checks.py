@@ -1,14 +1,9 @@
-"""Argument checks for the values learners pass, with messages that say what was expected.
+"""Checks for the values a learner types (profiles, ``benchmark``, cluster constructors,
+worker programs' flags): a one-line message that says what was expected.
 
-Used where a learner's value enters the series (profiles, ``benchmark``, cluster
-constructors, worker programs' flags), so a mistake is reported at once, in words,
-rather than as a framework traceback minutes later. ``isinstance(True, int)`` holds in
-Python, so a plain type check would take ``repeat=True`` for 1; these checks refuse
-bools on purpose, and NaN or infinity where a number is expected.
-
-Every check takes an optional ``hint``, appended to the message after a semicolon, for
-what to do when the reason is not obvious from the range alone ("every task runs on
-this machine"). For ints it is about the maximum, and only added when that is exceeded.
+``isinstance(True, int)`` holds in Python, so these refuse bools on purpose (``repeat=True``
+is not 1), and NaN or infinity where a number is expected. ``hint`` says what to do when the
+range alone does not ("every task runs on this machine").
 """
 
 from __future__ import annotations
@@ -23,10 +18,7 @@ def _with(hint: str) -> str:
 
 def require_int(name: str, value: object, minimum: int, maximum: int | None = None,
                 hint: str = "") -> int:
-    """``value`` if it is an int (not a bool) in ``[minimum, maximum]``, else ValueError.
-
-    ``hint`` is added to the message of a value above ``maximum``.
-    """
+    """``value`` if it is an int (not a bool) in ``[minimum, maximum]``, else ValueError."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}, not {value!r}")
     if maximum is not None and value > maximum:
@@ -38,11 +30,8 @@ def require_int(name: str, value: object, minimum: int, maximum: int | None = No
 def require_number(name: str, value: object, *, minimum: float | None = None,
                    maximum: float | None = None, above: float | None = None,
                    hint: str = "") -> float:
-    """``value`` as a float if it is a finite number (not a bool) within the bounds.
-
-    ``minimum`` and ``maximum`` are inclusive, ``above`` is exclusive (``above=0`` for
-    "greater than zero").
-    """
+    """``value`` as a float if it is a finite number (not a bool) within the bounds
+    (``minimum`` and ``maximum`` inclusive, ``above`` exclusive), else ValueError."""
     bounds = [f"> {above:g}" if above is not None else "",
               f">= {minimum:g}" if minimum is not None else "",
               f"<= {maximum:g}" if maximum is not None else ""]
@@ -58,17 +47,9 @@ def require_number(name: str, value: object, *, minimum: float | None = None,
     return x
 
 
-def require_positive_number(name: str, value: object) -> float:
-    """``value`` as a float if it is a finite number (not a bool) above zero, else ValueError."""
-    return require_number(name, value, above=0)
-
-
 def require_choice(name: str, value: object, choices: Collection[object],
                    hint: str = "") -> object:
-    """``value`` if it is one of ``choices`` (and of the same type), else ValueError listing them.
-
-    The type must match too, so ``True`` is not taken for the choice ``1``.
-    """
+    """``value`` if it is one of ``choices``, of the same type too (``True`` is not ``1``)."""
     if not any(value == c and type(value) is type(c) for c in choices):
         listed = ", ".join(repr(c) for c in choices)
         raise ValueError(f"{name} must be one of {listed}, not {value!r}{_with(hint)}")

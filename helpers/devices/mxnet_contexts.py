@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from helpers.blas import mxnet_omp_threads
 from helpers.frameworks import import_mxnet, mxnet_import_settings
+from helpers.measure import mxnet_omp_threads
 
 PURPOSES = ("compute", "transfer")
 

@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from helpers.data import load_digits
 from helpers.frameworks import import_mxnet
+from helpers.training import load_digits
 from helpers.workers.common import check_flags
 from helpers.workers.mx_worker import (
     connect,

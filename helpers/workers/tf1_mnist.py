@@ -127,7 +127,7 @@ def build_model(tf: Any, image_size: int) -> dict[str, Any]:
 
 def run_worker(tf: Any, fv: Any, cluster: Any, server: Any) -> None:
     """Between-graph replication: this worker's graph, its session, its training loop."""
-    from helpers.data import load_digits  # noqa: PLC0415
+    from helpers.training import load_digits  # noqa: PLC0415
 
     v1 = tf.compat.v1
     i = fv.task_index
