@@ -1,7 +1,7 @@
 """Matrix-product speed of TensorFlow and MXNet relative to NumPy's BLAS, and why.
 
 Each configuration runs in its own process (:mod:`bench.subproc`), because what decides
-the speed is fixed when the libraries load (:mod:`helpers.blas` explains it):
+the speed is fixed when the libraries load (:mod:`helpers.measure` explains it):
 MXNet's OpenMP pool size and the kernel set of the OpenBLAS inside MXNet's wheel. The
 ``series`` configuration is MXNet exactly as the notebooks get it, through
 ``helpers.frameworks.import_mxnet`` and its tuning (all physical cores, a safe OpenBLAS
@@ -32,10 +32,15 @@ import time
 from typing import Any
 
 from bench.stats import gflops_matmul, interleaved, median, paired_ratios, spread
-from helpers.blas import MXNET_THREAD_SETTINGS, blas_libraries, busy_threads, kernels_of
 from helpers.frameworks import MXNET_IMPORT_SETTINGS, TUNING_ENV, mxnet_tuning
 from helpers.machine import physical_cores
-from helpers.measure import sync_mxnet
+from helpers.measure import (
+    MXNET_THREAD_SETTINGS,
+    blas_libraries,
+    busy_threads,
+    kernels_of,
+    sync_mxnet,
+)
 
 #: Variables that decide TensorFlow's CPU matmul.
 TF_VARS = ("TF_ENABLE_ONEDNN_OPTS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")

@@ -10,9 +10,23 @@ from __future__ import annotations
 from typing import Any
 
 from bench.stats import FIGURES, NOTEBOOK_LIMIT_S, check_targets
-from helpers.blas import vector_bits
 from helpers.frameworks import TUNING_ENV
+from helpers.measure import GENERIC_KERNELS
 from tools import markdown
+
+#: Width in bits of the vectors each OpenBLAS kernel set computes with (AVX-512, AVX2/AVX).
+KERNEL_VECTOR_BITS = {"SkylakeX": 512, "CooperLake": 512, "SapphireRapids": 512,
+                      "Haswell": 256, "Zen": 256, "Sandybridge": 256, "Bulldozer": 256,
+                      "Piledriver": 256, "Steamroller": 256, "Excavator": 256}
+
+
+def vector_bits(kernels: str | None) -> int | None:
+    """How wide the vectors of an OpenBLAS kernel set are (128 for the generic SSE sets)."""
+    if not kernels:
+        return None
+    if kernels.lower() in {k.lower() for k in GENERIC_KERNELS}:
+        return 128
+    return {k.lower(): bits for k, bits in KERNEL_VECTOR_BITS.items()}.get(kernels.lower())
 
 
 def fmt(value: Any, digits: int = 3) -> str:

@@ -6,8 +6,7 @@ the import line says which file to open. The folders follow the course:
 
 * the machine and the series: versions, profiles, tables, results, data;
 * :mod:`helpers.devices`, :mod:`helpers.placement`: devices and where ops ran (notebooks 01-05);
-* :mod:`helpers.measure`, :mod:`helpers.blas`, :mod:`helpers.matpow`: timing, BLAS, bandwidth,
-  the seed's matrix power (03-05, 10-13);
+* :mod:`helpers.measure`: timing, BLAS and threads, bandwidth, collectives (03-05, 10-13);
 * :mod:`helpers.processes`, :mod:`helpers.tf_cluster`, :mod:`helpers.mx_cluster`,
   :mod:`helpers.exposure`: clusters of real processes (06-12);
 * :mod:`helpers.costs`: what later notebooks reuse of the cost models 10-13 derive;
@@ -18,7 +17,6 @@ when a function first needs it, so the worker processes of a cluster start quick
 """
 
 from helpers import training
-from helpers.blas import busy_threads
 from helpers.costs import AlphaBeta, Traffic, fit_alpha_beta, ring_allreduce_seconds
 from helpers.devices import (
                              context_pair,
@@ -31,7 +29,7 @@ from helpers.devices import (
 from helpers.exposure import network_banner
 from helpers.frameworks import import_mxnet, import_tensorflow, mxnet_import_settings
 from helpers.machine import cpu_cores
-from helpers.measure import bar_timings, benchmark
+from helpers.measure import bar_timings, benchmark, busy_threads
 from helpers.mx_cluster import LocalMXCluster, train_on_cluster
 from helpers.output import Table, line_speedup, save_figure, save_results, show_source
 from helpers.placement import capture_fds, capture_placement

@@ -37,9 +37,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from helpers.blas import mxnet_omp_threads
 from helpers.frameworks import import_mxnet, import_tensorflow, mxnet_import_settings, mxnet_route
 from helpers.machine import cpu_cores, query_nvidia_smi, require_int, share_jit_cache, smi_output
+from helpers.measure import mxnet_omp_threads
 from helpers.output import Table
 
 KNOWN_TYPES = ("CPU", "GPU", "TPU")

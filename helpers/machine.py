@@ -200,10 +200,7 @@ def _with(hint: str) -> str:
 
 def require_int(name: str, value: object, minimum: int, maximum: int | None = None,
                 hint: str = "") -> int:
-    """``value`` if it is an int (not a bool) in ``[minimum, maximum]``, else ValueError.
-
-    ``hint`` is added to the message of a value above ``maximum``.
-    """
+    """``value`` if it is an int (not a bool) in ``[minimum, maximum]``, else ValueError."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}, not {value!r}")
     if maximum is not None and value > maximum:
@@ -215,11 +212,8 @@ def require_int(name: str, value: object, minimum: int, maximum: int | None = No
 def require_number(name: str, value: object, *, minimum: float | None = None,
                    maximum: float | None = None, above: float | None = None,
                    hint: str = "") -> float:
-    """``value`` as a float if it is a finite number (not a bool) within the bounds.
-
-    ``minimum`` and ``maximum`` are inclusive, ``above`` is exclusive (``above=0`` for
-    "greater than zero").
-    """
+    """``value`` as a float if it is a finite number (not a bool) within the bounds
+    (``minimum`` and ``maximum`` inclusive, ``above`` exclusive), else ValueError."""
     bounds = [f"> {above:g}" if above is not None else "",
               f">= {minimum:g}" if minimum is not None else "",
               f"<= {maximum:g}" if maximum is not None else ""]
@@ -235,17 +229,9 @@ def require_number(name: str, value: object, *, minimum: float | None = None,
     return x
 
 
-def require_positive_number(name: str, value: object) -> float:
-    """``value`` as a float if it is a finite number (not a bool) above zero, else ValueError."""
-    return require_number(name, value, above=0)
-
-
 def require_choice(name: str, value: object, choices: Collection[object],
                    hint: str = "") -> object:
-    """``value`` if it is one of ``choices`` (and of the same type), else ValueError listing them.
-
-    The type must match too, so ``True`` is not taken for the choice ``1``.
-    """
+    """``value`` if it is one of ``choices``, of the same type too (``True`` is not ``1``)."""
     if not any(value == c and type(value) is type(c) for c in choices):
         listed = ", ".join(repr(c) for c in choices)
         raise ValueError(f"{name} must be one of {listed}, not {value!r}{_with(hint)}")

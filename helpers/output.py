@@ -1,13 +1,10 @@
-"""What a notebook shows and keeps: tables, figures, source lines, and its numbers as JSON.
+"""What a notebook shows and keeps: tables, the source lines a lesson is about, figures, and
+its numbers saved as JSON.
 
-:class:`Table` renders as HTML in Jupyter and as aligned text under nbval; the charts the
-series draws again and again have labelled axes and units (the roofline's model is written
-in notebook 12, the ring's steps in notebook 11); :func:`save_results` writes a notebook's
+:class:`Table` renders as HTML in Jupyter and as aligned text under nbval. :func:`show_source`
+prints the lines of a worker program or a shared helper that a lesson teaches, read from the
+file itself so they never drift from what runs. :func:`save_results` writes a notebook's
 numbers with the machine that produced them, for ``make run``'s report.
-
-A lesson never hides the call it teaches: where that call lives in a worker program or a
-shared helper, :func:`show_source` prints its lines, read from the file itself so they
-never drift from what runs.
 """
 
 from __future__ import annotations
@@ -23,31 +20,26 @@ import time
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
+
+from helpers.machine import describe_machine
 
 if TYPE_CHECKING:  # matplotlib loads when a figure is drawn, not on import
     from matplotlib.figure import Figure
 
-
-from helpers.machine import describe_machine
-
 # -- A small table that prints the same text everywhere and renders as HTML in Jupyter.
+
 
 def _cell(value: Any) -> str:
     if value is None:
         return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 class Table:
     """Rows of values under named columns."""
 
     def __init__(self, columns: Sequence[str], rows: Iterable[Sequence[Any]] = ()) -> None:
-        if not columns:
-            raise ValueError("a Table needs at least one column name")
         self.columns = list(columns)
         self.rows: list[list[Any]] = []
         for row in rows:
@@ -55,16 +47,12 @@ class Table:
 
     def append(self, row: Sequence[Any]) -> None:
         if len(row) != len(self.columns):
-            raise ValueError(
-                f"row has {len(row)} values but the table has {len(self.columns)} columns "
-                f"({', '.join(self.columns)})"
-            )
+            raise ValueError(f"row has {len(row)} values but the table has {len(self.columns)} "
+                             f"columns ({', '.join(self.columns)})")
         self.rows.append(list(row))
 
     def column(self, name: str) -> list[Any]:
         """All values of one column, in row order."""
-        if name not in self.columns:
-            raise KeyError(f"no column {name!r}; columns are {', '.join(self.columns)}")
         i = self.columns.index(name)
         return [row[i] for row in self.rows]
 
@@ -78,9 +66,8 @@ class Table:
     def __str__(self) -> str:
         cells = [self.columns] + [[_cell(v) for v in row] for row in self.rows]
         widths = [max(len(r[i]) for r in cells) for i in range(len(self.columns))]
-        lines = [
-            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells
-        ]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                 for r in cells]
         lines.insert(1, "  ".join("-" * w for w in widths))
         return "\n".join(lines)
 
@@ -88,23 +75,52 @@ class Table:
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>"
-            for row in self.rows
-        )
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row)
+                       + "</tr>" for row in self.rows)
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+# -- Show the lines a lesson is about, from the running code itself.
+
+
+def source_of(obj: Any, start: str | None = None, end: str | None = None) -> str:
+    """The source of a function, class or module: a function or class without its docstring
+    (the notebook's text replaces it), or the part from the first line containing ``start``
+    to the first later line containing ``end``."""
+    text = textwrap.dedent(inspect.getsource(obj))
+    lines = text.splitlines(keepends=True)
+    if start is None and end is None:
+        body = getattr(ast.parse(text).body[0], "body", None)
+        if inspect.ismodule(obj) or not body or not isinstance(body[0], ast.Expr) or not (
+                isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+            return text
+        return "".join(lines[:body[0].lineno - 1] + lines[body[0].end_lineno:])
+    first, last = 0, len(lines)
+    if start is not None:
+        found = [i for i, line in enumerate(lines) if start in line]
+        if not found:
+            raise ValueError(f"no line of {getattr(obj, '__name__', obj)} contains {start!r}")
+        first = found[0]
+    if end is not None:
+        found = [i for i, line in enumerate(lines[first:], first) if end in line]
+        if not found:
+            raise ValueError(f"no line after {start!r} contains {end!r}")
+        last = found[0] + 1
+    return textwrap.dedent("".join(lines[first:last]))
+
+
+def show_source(obj: Any, start: str | None = None, end: str | None = None) -> None:
+    """Print :func:`source_of` ``obj``: the lines a reader should look at."""
+    print(source_of(obj, start, end).rstrip("\n"))
 
 
 # -- Save each notebook's measurements as JSON, so runs on different machines can be compared.
 
-ENV_VAR = "SERIES_RESULTS_DIR"
-_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
-
 
 def results_dir() -> Path:
     """``$SERIES_RESULTS_DIR``, else ``results/`` at the top of the series' checkout."""
-    if os.environ.get(ENV_VAR):
-        return Path(os.environ[ENV_VAR])
+    if os.environ.get("SERIES_RESULTS_DIR"):
+        return Path(os.environ["SERIES_RESULTS_DIR"])
     top = Path(__file__).resolve().parent.parent
     return (top if (top / "notebooks").is_dir() else Path.cwd()) / "results"
 
@@ -119,17 +135,13 @@ def _plain(value: Any) -> Any:
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return value
+    return value.tolist() if hasattr(value, "tolist") else value
 
 
 def save_results(name: str, data: dict[str, Any], directory: Path | str | None = None) -> Path:
     """Write ``data`` with machine information to ``<results>/<name>.json``; return the path."""
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", str(name)):  # a file name, not a path
         raise ValueError(f"a results name uses letters, digits, '.', '_' and '-', not {name!r}")
-    if not isinstance(data, dict):
-        raise ValueError(f"results are a dict of measurements, not {type(data).__name__}")
     folder = Path(directory) if directory is not None else results_dir()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.json"
@@ -137,40 +149,6 @@ def save_results(name: str, data: dict[str, Any], directory: Path | str | None =
               "machine": describe_machine(), "results": _plain(data)}
     path.write_text(json.dumps(record, indent=2, sort_keys=True))
     return path
-
-
-# -- Charts the series draws again and again, always with labelled axes and units.
-
-
-def _check_lengths(xs: Sequence[float], ys: Sequence[float], what: str) -> None:
-    if len(xs) != len(ys):
-        raise ValueError(f"{what}: {len(xs)} x values but {len(ys)} y values")
-    if not xs:
-        raise ValueError(f"{what}: nothing to plot")
-
-
-def line_speedup(
-    counts: Sequence[int],
-    speedups: Mapping[str, Sequence[float]],
-    title: str = "",
-    xlabel: str = "devices",
-    ideal: bool = True,
-) -> Figure:
-    """Speed-up against device/worker count, one line per series, plus the ideal y = x."""
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    for label, ys in speedups.items():
-        _check_lengths(counts, ys, f"line_speedup {label!r}")
-        ax.plot(counts, ys, marker="o", label=label)
-    if ideal:
-        ax.plot(counts, counts, linestyle="--", color="grey", label="ideal (linear)")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("speed-up (x, vs 1)")
-    ax.set_title(title)
-    ax.legend()
-    fig.tight_layout()
-    return fig
 
 
 def save_figure(fig: Figure, name: str, directory: Path | str | None = None) -> Path:
@@ -182,38 +160,26 @@ def save_figure(fig: Figure, name: str, directory: Path | str | None = None) -> 
     return path
 
 
-def plot_roofline(roof: Any, ops: Sequence[Any] = (), title: str = "") -> Figure:
-    """Log-log roofline of ``roof`` (``Roofline``, written in notebook 12) with the
-    operations placed by intensity and measured FLOP/s; operations with no FLOPs
-    (copies) have no place on it."""
+# -- Charts the series draws more than once, with labelled axes and units.
+
+
+def line_speedup(counts: Sequence[int], speedups: Mapping[str, Sequence[float]],
+                 title: str = "", xlabel: str = "devices", ideal: bool = True) -> Figure:
+    """Speed-up against device/worker count, one line per series, plus the ideal y = x."""
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
-    placed = [op for op in ops if op.flops > 0]
-    xs = [op.intensity for op in placed] + [roof.ridge]
-    low, high = min(xs) / 4, max(xs) * 4
-    grid = [low * (high / low) ** (i / 200) for i in range(201)]
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    ax.plot(grid, [roof.attainable(x) for x in grid], color="black", lw=2,
-            label=f"roof: {roof.peak / 1e9:.3g} GFLOP/s, {roof.bandwidth / 1e9:.3g} GB/s")
-    ax.axvline(roof.ridge, color="grey", ls=":", lw=1)
-    ax.text(roof.ridge, roof.peak * 1.15, f" ridge {roof.ridge:.3g} FLOP/B", color="grey",
-            fontsize=8)
-    for op in placed:
-        ax.plot(op.intensity, op.flops_per_second, "o")
-        ax.annotate(op.name, (op.intensity, op.flops_per_second), fontsize=7,
-                    xytext=(4, -10), textcoords="offset points")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_ylim(top=roof.peak * 3)
-    ax.set_xlabel("arithmetic intensity (FLOP per byte)")
-    ax.set_ylabel("FLOP/s")
-    ax.set_title(title or f"Roofline of {roof.name or 'this machine'}")
-    ax.legend(fontsize=8, loc="lower right")
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for label, ys in speedups.items():
+        ax.plot(counts, ys, marker="o", label=label)
+    if ideal:
+        ax.plot(counts, counts, linestyle="--", color="grey", label="ideal (linear)")
+    ax.set(xlabel=xlabel, ylabel="speed-up (x, vs 1)", title=title)
+    ax.legend()
     fig.tight_layout()
     return fig
 
 
-# -- Draw ring all-reduce step by step: which device holds which part of which sum.
+# -- Draw ring all-reduce step by step: which device holds which part of which sum (11).
 
 State = list[list[frozenset[int]]]  # state[device][chunk] = devices summed in that chunk
 
@@ -253,20 +219,13 @@ class RingSnapshots:
         self.steps.append((label, [list(device) for device in chunks]))
 
 
-def _text(chunk: frozenset[int], devices: int) -> str:
-    """The devices summed in a chunk, ``"013"``; ``"all"`` once it holds every one."""
-    return "all" if len(chunk) == devices else "".join(str(i) for i in sorted(chunk))
-
-
 def draw_ring_steps(steps: Sequence[tuple[str, State]], title: str = "") -> Figure:
-    """One row per recorded state, one column per device, one box per chunk."""
+    """One row per recorded state, one column per device, one box per chunk, labelled with
+    the devices it sums (``all`` once it holds every one)."""
     import matplotlib.pyplot as plt  # noqa: PLC0415
     from matplotlib.patches import Rectangle  # noqa: PLC0415
 
-    if not steps:
-        raise ValueError("draw_ring_steps needs at least one recorded step")
-    n = len(steps[0][1])
-    rows = len(steps)
+    n, rows = len(steps[0][1]), len(steps)
     fig, ax = plt.subplots(figsize=(1.6 * n + 1.8, 0.55 * rows + 0.9))
     cmap = plt.get_cmap("Blues")
     previous: State | None = None
@@ -277,11 +236,12 @@ def draw_ring_steps(steps: Sequence[tuple[str, State]], title: str = "") -> Figu
             for c, chunk in enumerate(chunks):
                 x = d * (n + 1) + c
                 changed = previous is not None and previous[d][c] != chunk
-                shade = cmap(0.15 + 0.8 * len(chunk) / n)
-                ax.add_patch(Rectangle((x, y), 0.92, 0.8, facecolor=shade,
+                ax.add_patch(Rectangle((x, y), 0.92, 0.8,
+                                       facecolor=cmap(0.15 + 0.8 * len(chunk) / n),
                                        edgecolor="red" if changed else "grey",
                                        linewidth=2 if changed else 0.5))
-                ax.text(x + 0.46, y + 0.4, _text(chunk, n), ha="center", va="center",
+                text = "all" if len(chunk) == n else "".join(str(i) for i in sorted(chunk))
+                ax.text(x + 0.46, y + 0.4, text, ha="center", va="center",
                         fontsize=6 if n > 4 else 8,
                         color="white" if len(chunk) > n / 2 else "black")
         previous = state
@@ -295,53 +255,3 @@ def draw_ring_steps(steps: Sequence[tuple[str, State]], title: str = "") -> Figu
                  fontsize=9)
     fig.tight_layout()
     return fig
-
-
-def _without_docstring(source: str) -> str:
-    """``source`` (one function or class) with its docstring removed."""
-    tree = ast.parse(source)
-    node = tree.body[0] if tree.body else None
-    body = getattr(node, "body", None)
-    if not body or not isinstance(body[0], ast.Expr) or not isinstance(
-            getattr(body[0], "value", None), ast.Constant) or not isinstance(
-            body[0].value.value, str):
-        return source
-    lines = source.splitlines(keepends=True)
-    first, last = body[0].lineno - 1, body[0].end_lineno
-    return "".join(lines[:first] + lines[last:])
-
-
-def source_of(obj: Any, start: str | None = None, end: str | None = None,
-              docstring: bool = False) -> str:
-    """The source of a function, class or module, optionally cut to a part.
-
-    ``start`` and ``end`` are texts: the part begins at the first line containing
-    ``start`` and ends after the first later line containing ``end``. Without them a
-    function or class is shown whole, without its docstring unless ``docstring=True``.
-    """
-    if not (inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj)
-            or isinstance(obj, ModuleType)):
-        raise ValueError(f"source_of shows a function, class or module, not {obj!r}")
-    text = textwrap.dedent(inspect.getsource(obj))
-    if start is None and end is None:
-        return text if docstring or isinstance(obj, ModuleType) else _without_docstring(text)
-    lines = text.splitlines(keepends=True)
-    first = 0
-    if start is not None:
-        found = [i for i, line in enumerate(lines) if start in line]
-        if not found:
-            raise ValueError(f"no line of {getattr(obj, '__name__', obj)} contains {start!r}")
-        first = found[0]
-    last = len(lines)
-    if end is not None:
-        found = [i for i, line in enumerate(lines[first:], first) if end in line]
-        if not found:
-            raise ValueError(f"no line after {start!r} contains {end!r}")
-        last = found[0] + 1
-    return textwrap.dedent("".join(lines[first:last]))
-
-
-def show_source(obj: Any, start: str | None = None, end: str | None = None,
-                docstring: bool = False) -> None:
-    """Print :func:`source_of` ``obj`` (see there), as the lines a reader should look at."""
-    print(source_of(obj, start, end, docstring).rstrip("\n"))

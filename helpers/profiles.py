@@ -1,25 +1,27 @@
 """Problem sizes for the whole series, in one place, chosen from the hardware.
 
-The same notebook must finish in seconds on a 2-core CI machine and show the seeds'
-full-size experiments (10^4 x 10^4 matrices, n = 10) on GPUs. Every size a notebook uses
-comes from a :class:`Profile`:
-
-* ``ci``: 2-core CPU machines and the stored notebooks; the whole series runs in minutes.
-* ``laptop``: a CPU machine with 4 or more cores; bigger sizes, still minutes.
-* ``gpu``: one or more GPUs; the seeds' sizes, with notebook 04's matrix side shrunk
-  (in steps of 1000) where the seed's 10^4 x 10^4 does not fit the smallest card: on a
-  16 GB T4 it fits while MXNet computes on the CPU, not when MXNet shares the card.
-
-The profile is chosen from the hardware, unless the ``SERIES_PROFILE`` environment
-variable or a papermill ``parameters`` cell (``profile = "laptop"``) names one.
+The same notebook must finish in seconds on a 2-core CI machine and show the seeds' full-size
+experiments (10^4 x 10^4 matrices, n = 10) on GPUs. Every size a notebook uses comes from a
+:class:`Profile`: ``ci`` (2-core CPU machines and the stored notebooks), ``laptop`` (4 or
+more cores) or ``gpu`` (the seeds' sizes, with notebook 04's matrix side shrunk in steps of
+1000 where 10^4 x 10^4 does not fit the smallest card). The hardware chooses, unless
+``SERIES_PROFILE`` or a papermill ``parameters`` cell (``profile = "laptop"``) names one.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass
 from typing import Any
+
+import psutil
+
+from helpers import frameworks
+from helpers.devices import gpu_cards, physical_gpu_count, reserve_mb
+from helpers.machine import cpu_cores, require_int, require_number
+from helpers.processes import LOCAL_TASKS_HINT, MAX_LOCAL_TASKS
 
 ENV_VAR = "SERIES_PROFILE"
 
@@ -130,27 +132,44 @@ PROFILES: dict[str, Profile] = {
 }
 
 
+# -- Does notebook 04's matrix power fit this machine? (04 writes the program itself.)
+
+
+def device_memory_mb(size: int, chains: int = 2) -> int:
+    """MiB one device needs for ``chains`` matrix-power chains of ``size x size`` float32: its
+    input, the product being computed and the previous one, a copy on its way to the host,
+    and a spare for the allocator's fragmentation (five matrices per chain)."""
+    return math.ceil(chains * 5 * size * size * 4 / 2**20)
+
+
+def require_fits_in_memory(size: int, matrices: int = 8, available: int | None = None) -> int:
+    """Bytes of ``matrices`` float32 ``size x size`` matrices (A, B, each chain's products,
+    their sum, results kept for checking); ValueError, with the largest size that fits, when
+    that is more than ``available`` (the memory free now), before anything is allocated."""
+    need = matrices * size * size * 4
+    available = psutil.virtual_memory().available if available is None else available
+    if need > available:
+        raise ValueError(
+            f"{matrices} matrices of {size} x {size} take {need / 2**30:.1f} GiB but this "
+            f"machine has {available / 2**30:.1f} GiB free; use a size of at most "
+            f"{math.isqrt(available // (matrices * 4))}")
+    return need
+
+
 def matpow_gpu_mb(size: int, cards: int, mxnet_on_gpu: bool) -> int:
     """GPU memory (MiB) notebook 04 needs on its busiest card for ``size x size`` matrices.
 
-    On one card both of TensorFlow's virtual GPUs live there, and the single-device run
-    puts both chains plus the sum on one of them (three chains each); with two or more
-    cards the busiest holds three chains. MXNet's pair adds its two chains on ``gpu(0)``
-    when MXNet runs on the GPU.
+    On one card both of TensorFlow's virtual GPUs live there, and the single-device run puts
+    both chains plus the sum on one of them (three chains each); with two or more cards the
+    busiest holds three chains. MXNet's pair adds two chains on ``gpu(0)`` when it runs there.
     """
-    from helpers.matpow import device_memory_mb  # noqa: PLC0415
-
     tensorflow = device_memory_mb(size, chains=3) * (2 if cards == 1 else 1)
     return tensorflow + (device_memory_mb(size, chains=2) if mxnet_on_gpu else 0)
 
 
 def fit_gpu_profile(profile: Profile, card_mb: list[int], mxnet_on_gpu: bool) -> Profile:
-    """``profile`` with ``matpow_size`` shrunk to fit the smallest of the cards (MiB each).
-
-    Unchanged without cards (``SERIES_PROFILE=gpu`` on a machine without a driver).
-    """
-    from helpers.devices import reserve_mb  # noqa: PLC0415
-
+    """``profile`` with ``matpow_size`` shrunk to fit the smallest of the cards (MiB each);
+    unchanged without cards (``SERIES_PROFILE=gpu`` on a machine without a driver)."""
     if not card_mb:
         return profile
     usable = min(card_mb) - reserve_mb(min(card_mb))
@@ -166,48 +185,36 @@ def fit_gpu_profile(profile: Profile, card_mb: list[int], mxnet_on_gpu: bool) ->
                     f"not fit {min(card_mb)} MiB {where}")
 
 
-def _gpu_profile_for_this_machine() -> Profile:
-    """The gpu profile fitted to the GPUs TensorFlow will use: those ``CUDA_VISIBLE_DEVICES``
-    allows, a MIG slice's memory rather than its card's (:func:`gpu_cards`)."""
-    from helpers.devices import gpu_cards  # noqa: PLC0415
-    from helpers.frameworks import mxnet_route  # noqa: PLC0415
-
-    memory = [card.memory_mb for card in gpu_cards() if card.memory_mb]
-    if not memory:
-        return PROFILES["gpu"]
-    return fit_gpu_profile(PROFILES["gpu"], memory, mxnet_route().on_gpu)
-
-
 def detect_profile_name() -> str:
     """``gpu`` when TensorFlow sees a GPU, ``laptop`` with 4+ cores, else ``ci``."""
-    from helpers.devices import physical_gpu_count  # noqa: PLC0415
-    from helpers.machine import cpu_cores  # noqa: PLC0415
-
     if physical_gpu_count() > 0:
         return "gpu"
     return "laptop" if cpu_cores() >= 4 else "ci"
 
 
+#: (minimum, maximum, hint) of every int field; the other fields are non-empty tuples.
+_RANGES: dict[str, tuple[int, int | None, str]] = {
+    "warmup": (0, 1000, ""), "repeat": (1, 1000, ""), "log_steps": (1, None, ""),
+    "matpow_size": (1, 100_000, ""),
+    "matpow_n": (1, 200, "notebook 04's matpow recurses once per product"),
+    "image_size": (16, 1024, "the CNN of notebook 05 halves the image four times"),
+    "batch_per_replica": (1, 65536, ""), "train_examples": (1, None, ""),
+    "epochs": (1, 1000, ""), "timed_examples": (1, None, ""),
+    "cluster_workers": (1, MAX_LOCAL_TASKS, LOCAL_TASKS_HINT), "cluster_steps": (1, None, ""),
+}
+
+
 def _check_override(field: str, value: Any) -> None:
     """ValueError, in the words of :mod:`helpers.machine`, for an override out of range."""
-    from helpers.machine import require_int, require_number  # noqa: PLC0415
-    from helpers.matpow import MAX_N, require_fits_in_memory  # noqa: PLC0415
-    from helpers.processes import LOCAL_TASKS_HINT, MAX_LOCAL_TASKS  # noqa: PLC0415
-
     name = f"the profile's {field}"
     if field in ("name", "description"):
         if not isinstance(value, str) or not value.strip():
             raise ValueError(f"{name} must be a non-empty str, not {value!r}")
     elif field in _RANGES:
-        minimum, maximum, hint = _RANGES[field]
-        require_int(name, value, minimum, maximum, hint)
+        require_int(name, value, *_RANGES[field])
         if field == "matpow_size":
             require_fits_in_memory(value)
-        if field == "matpow_n":
-            require_int(name, value, 1, MAX_N, "matpow recurses once per product")
-        if field == "cluster_workers":
-            require_int(name, value, 1, MAX_LOCAL_TASKS, LOCAL_TASKS_HINT)
-    else:  # the tuples
+    else:
         if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)) or not value:
             raise ValueError(f"{name} must be a non-empty tuple, not {value!r}")
         for item in value:
@@ -219,37 +226,26 @@ def _check_override(field: str, value: Any) -> None:
                 require_int(f"each of {name}", item, 1)
 
 
-#: (minimum, maximum, hint) of every int field.
-_RANGES: dict[str, tuple[int, int | None, str]] = {
-    "warmup": (0, 1000, ""), "repeat": (1, 1000, ""), "log_steps": (1, None, ""),
-    "matpow_size": (1, 100_000, ""), "matpow_n": (1, None, ""),
-    "image_size": (16, 1024, "the CNN of notebook 05 halves the image four times"),
-    "batch_per_replica": (1, 65536, ""), "train_examples": (1, None, ""),
-    "epochs": (1, 1000, ""), "timed_examples": (1, None, ""),
-    "cluster_workers": (1, None, ""),
-    "cluster_steps": (1, None, ""),
-}
-
-
 def get_profile(name: str | None = None, **overrides: Any) -> Profile:
-    """The profile called ``name``, else ``$SERIES_PROFILE``, else the hardware's.
-
-    Keyword arguments replace single fields, e.g. ``get_profile("ci", matpow_n=4)``;
-    each is checked (type and range; matrix sizes against free memory), so a bad value
-    is refused here rather than deep inside a notebook.
-    """
+    """The profile called ``name``, else ``$SERIES_PROFILE``, else the hardware's (the gpu
+    profile fitted to the GPUs TensorFlow will use, a MIG slice's memory rather than its
+    card's). Keyword arguments replace single fields (``get_profile("ci", matpow_n=4)``), each
+    checked here rather than deep inside a notebook."""
     chosen = name or os.environ.get(ENV_VAR) or detect_profile_name()
     if chosen not in PROFILES:
         source = "argument" if name else f"${ENV_VAR}"
         raise ValueError(
             f"unknown profile {chosen!r} (from the {source}); choose one of "
-            f"{', '.join(PROFILES)} or unset {ENV_VAR} to choose from the hardware"
-        )
+            f"{', '.join(PROFILES)} or unset {ENV_VAR} to choose from the hardware")
     fields = {f.name for f in dataclasses.fields(Profile)}
     unknown = sorted(set(overrides) - fields)
     if unknown:
         raise ValueError(f"unknown profile field(s) {unknown}; fields are {sorted(fields)}")
     for field, value in overrides.items():
         _check_override(field, value)
-    profile = _gpu_profile_for_this_machine() if chosen == "gpu" else PROFILES[chosen]
+    profile = PROFILES[chosen]
+    if chosen == "gpu":
+        memory = [card.memory_mb for card in gpu_cards() if card.memory_mb]
+        if memory:
+            profile = fit_gpu_profile(profile, memory, frameworks.mxnet_route().on_gpu)
     return dataclasses.replace(profile, **overrides)

@@ -1,17 +1,16 @@
-"""One small model, one custom training step, and real digits, for every training lesson.
+"""The data, the small model and the custom training step that every training lesson shares.
 
-The multi-worker lessons compare *strategies*, so the model, the data and the step are the
-same under each: a small Keras 3 CNN and a step written with ``tf.GradientTape``. A custom
-loop rather than ``model.fit``, because Keras 3's ``fit`` runs neither under
-``MultiWorkerMirroredStrategy`` with two or more workers nor under
-``ParameterServerStrategy``; this loop runs under both and under the default strategy.
+The multi-worker lessons compare *strategies*, so the model, the data and the step must be the
+same under each: a small Keras 3 CNN on handwritten digits and a step written with
+``tf.GradientTape``. A custom loop rather than ``model.fit`` because, with Keras 3, ``fit`` runs
+neither under ``MultiWorkerMirroredStrategy`` with two or more workers nor under
+``ParameterServerStrategy``; this loop runs under both. Data order is a pure function of
+``(seed, step)``, so a run resumed from a checkpoint sees exactly the batches an uninterrupted
+run sees, which is what lets the fault-tolerance lesson assert that nothing was lost.
 
-Data order is a pure function of ``(seed, step)``: a run resumed from a checkpoint at step
-``s`` sees exactly the batches an uninterrupted run sees from ``s`` on, which lets the
-fault-tolerance lesson assert that nothing was lost. The seeds train on MNIST, which Keras
-downloads into ``~/.keras/datasets/mnist.npz``; without that cache (CI, offline
-classrooms) the series uses the UCI digits bundled in ``helpers/datasets/`` (1,797 real
-8x8 scans; see the README there), in the same shape, and says which it used.
+The digits are MNIST when Keras has cached it (``~/.keras/datasets/mnist.npz``), else the UCI
+handwritten digits bundled in ``helpers/datasets/`` (1,797 real 8x8 scans, scikit-learn's
+``load_digits``): CI machines and many classrooms have no internet.
 """
 
 from __future__ import annotations
@@ -25,29 +24,75 @@ from typing import Any
 import numpy as np
 
 from helpers.frameworks import import_tensorflow
-from helpers.machine import require_int
+
+# -- Real handwritten digits, with no network needed.
+
+MNIST_CACHE = Path.home() / ".keras" / "datasets" / "mnist.npz"
+#: The bundled UCI digits: one row per image, 64 pixel values (0-16) and then the label.
+DIGITS_FILE = Path(__file__).with_name("datasets") / "uci_digits.csv.gz"
+
+
+@dataclass(frozen=True)
+class Digits:
+    """Images scaled to [0, 1] with a channel axis (N, H, W, 1), integer labels 0-9."""
+
+    source: str
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+
+    def describe(self) -> str:
+        h, w = self.x_train.shape[1:3]
+        return (f"{self.source}: {len(self.x_train)} training and {len(self.x_test)} test "
+                f"images of {h}x{w} pixels, 10 classes")
+
+
+def read_uci_digits(path: Path = DIGITS_FILE) -> tuple[np.ndarray, np.ndarray]:
+    """(images N x 8 x 8 with values 0-16, labels N) from the bundled file."""
+    if not path.is_file():
+        raise FileNotFoundError(f"the digits file {path} is missing; restore it with "
+                                "`git checkout helpers/datasets` (it ships with the series)")
+    table = np.loadtxt(path, delimiter=",")
+    return table[:, :-1].reshape(-1, 8, 8), table[:, -1].astype(np.int64)
+
+
+def load_digits(prefer_mnist: bool = True, test_fraction: float = 0.2, seed: int = 0) -> Digits:
+    """MNIST from the Keras cache when present (and preferred), else the bundled UCI digits,
+    split at random (``seed``) into training and test images."""
+    if prefer_mnist and MNIST_CACHE.exists():
+        with np.load(MNIST_CACHE) as data:
+            x_train, y_train, x_test, y_test = (data[k] for k in
+                                                ("x_train", "y_train", "x_test", "y_test"))
+        return Digits("MNIST (Keras cache)", (x_train[..., None] / np.float32(255)),
+                      y_train.astype(np.int64), (x_test[..., None] / np.float32(255)),
+                      y_test.astype(np.int64))
+    pixels, labels = read_uci_digits()
+    images = (pixels / 16.0).astype(np.float32)[..., None]
+    order = np.random.default_rng(seed).permutation(len(images))
+    test, train = np.split(order, [int(round(len(images) * test_fraction))])
+    return Digits("UCI handwritten digits (bundled)", images[train], labels[train],
+                  images[test], labels[test])
 
 
 def training_arrays(examples: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, str]:
-    """``examples`` digit images (N, H, W, 1) float32 and int labels, plus the data source.
-
-    Takes the first ``examples`` training images of :func:`helpers.training.load_digits`
-    (MNIST when cached, else the bundled UCI digits), repeated if there are fewer.
-    """
-    require_int("examples", examples, 1)
+    """The first ``examples`` training images of :func:`load_digits` (repeated if there are
+    fewer) as (N, H, W, 1) float32, their int32 labels, and the data's source."""
     digits = load_digits(seed=seed)
     index = np.arange(examples) % len(digits.x_train)
     return digits.x_train[index], digits.y_train[index].astype(np.int32), digits.source
 
 
+# -- The model, the data pipeline and the step.
+
+
 def build_model(input_shape: tuple[int, ...], classes: int = 10, seed: int = 0) -> Any:
     """A small Keras 3 CNN (conv, pool, dense) whose initial weights depend on ``seed`` only.
 
-    Build it inside ``strategy.scope()`` so the strategy creates (mirrors, or places on
-    the parameter servers) its variables. Each layer gets its own seeded initializer
-    rather than a global seed, which would also fix every worker's data shuffle.
+    Build it inside ``strategy.scope()`` so the strategy creates (mirrors, or places on the
+    parameter servers) its variables. Each layer gets its own seeded initializer rather than
+    a global seed, which would also fix every worker's data shuffle.
     """
-    require_int("classes", classes, 1)
     import_tensorflow()
     import keras  # noqa: PLC0415  (after TensorFlow's quiet import)
 
@@ -75,19 +120,12 @@ def make_dataset(x: np.ndarray, y: np.ndarray, batch: int, seed: int | None = 0,
                  start_step: int = 0) -> Any:
     """Shuffled, repeated batches of ``batch`` examples, starting at batch ``start_step``.
 
-    ``batch`` is the *global* batch under MultiWorkerMirroredStrategy (the strategy
-    splits it between replicas) and one worker's batch under ParameterServerStrategy.
-    Sharding between workers is by data (each worker takes its part of every batch), so
-    it works without input files. ``seed=None`` shuffles differently in every process
-    (ParameterServerStrategy: each worker reads its own copy of the data set), as long
-    as no global seed is set (``tf.random.set_seed``, ``keras.utils.set_random_seed``).
+    ``batch`` is the *global* batch under MultiWorkerMirroredStrategy (the strategy splits it
+    between replicas) and one worker's batch under ParameterServerStrategy. Sharding is by
+    data, so it works without input files. ``seed=None`` shuffles differently in every
+    process (ParameterServerStrategy: each worker reads its own copy), as long as no global
+    seed is set.
     """
-    require_int("batch", batch, 1)
-    require_int("start_step", start_step, 0)
-    if len(x) != len(y):
-        raise ValueError(f"{len(x)} images but {len(y)} labels")
-    if batch > len(x):
-        raise ValueError(f"batch {batch} is larger than the {len(x)} examples")
     tf = import_tensorflow()
     dataset = (tf.data.Dataset.from_tensor_slices((x, y))
                .shuffle(len(x), seed=seed, reshuffle_each_iteration=True)
@@ -105,8 +143,8 @@ def make_update_counter() -> Any:
 
     ``ONLY_FIRST_REPLICA`` makes one increment per synchronous step under mirrored
     strategies; under ParameterServerStrategy it lives on a parameter server and each
-    worker's ``assign_add`` is atomic, so it counts every asynchronous update exactly.
-    It is also the step number a checkpoint stores.
+    worker's ``assign_add`` is atomic, so it counts every asynchronous update exactly. It is
+    also the step number a checkpoint stores.
     """
     tf = import_tensorflow()
     return tf.Variable(0, dtype=tf.int64, trainable=False, name="updates",
@@ -126,7 +164,6 @@ def make_step_fn(model: Any, optimizer: Any, global_batch: int,
     and increments it after its update has landed; staleness is how many updates
     *other* workers applied in between (always 0 when training is synchronous).
     """
-    require_int("global_batch", global_batch, 1)
     tf = import_tensorflow()
     import keras  # noqa: PLC0415
 
@@ -177,8 +214,7 @@ def make_train_step(strategy: Any, model: Any, optimizer: Any, global_batch: int
 
 def weights_checksum(model_or_weights: Any) -> str:
     """SHA-256 of all weights' bytes (first 16 hex digits): equal only if bit-identical."""
-    weights = (model_or_weights.get_weights() if hasattr(model_or_weights, "get_weights")
-               else model_or_weights)
+    weights = getattr(model_or_weights, "get_weights", lambda: model_or_weights)()
     digest = hashlib.sha256()
     for w in weights:
         digest.update(np.ascontiguousarray(np.asarray(w)).tobytes())
@@ -189,64 +225,3 @@ def accuracy(model: Any, x: np.ndarray, y: np.ndarray) -> float:
     """Fraction of ``x`` the model classifies right (evaluated on this process's device)."""
     logits = np.asarray(model(x, training=False))
     return float(np.mean(np.argmax(logits, axis=1) == y))
-
-
-MNIST_CACHE = Path.home() / ".keras" / "datasets" / "mnist.npz"
-
-
-@dataclass(frozen=True)
-class Digits:
-    """Images scaled to [0, 1] with a channel axis (N, H, W, 1), integer labels 0-9."""
-
-    source: str
-    x_train: np.ndarray
-    y_train: np.ndarray
-    x_test: np.ndarray
-    y_test: np.ndarray
-
-    def describe(self) -> str:
-        h, w = self.x_train.shape[1:3]
-        return (f"{self.source}: {len(self.x_train)} training and {len(self.x_test)} test "
-                f"images of {h}x{w} pixels, 10 classes")
-
-
-def _load_mnist(path: Path) -> Digits:
-    with np.load(path) as data:
-        x_train, y_train = data["x_train"], data["y_train"]
-        x_test, y_test = data["x_test"], data["y_test"]
-    scale = np.float32(255.0)
-    return Digits("MNIST (Keras cache)", (x_train[..., None] / scale).astype(np.float32),
-                  y_train.astype(np.int64), (x_test[..., None] / scale).astype(np.float32),
-                  y_test.astype(np.int64))
-
-
-#: The bundled UCI digits: one row per image, 64 pixel values (0-16) and then the label.
-DIGITS_FILE = Path(__file__).with_name("datasets") / "uci_digits.csv.gz"
-
-
-def read_uci_digits(path: Path = DIGITS_FILE) -> tuple[np.ndarray, np.ndarray]:
-    """(images N x 8 x 8 with values 0-16, labels N) from the bundled file."""
-    if not path.is_file():
-        raise FileNotFoundError(f"the digits file {path} is missing; restore it with "
-                                "`git checkout helpers/datasets` (it ships with the series)")
-    table = np.loadtxt(path, delimiter=",")
-    return table[:, :-1].reshape(-1, 8, 8), table[:, -1].astype(np.int64)
-
-
-def _load_uci_digits(test_fraction: float, seed: int) -> Digits:
-    pixels, labels = read_uci_digits()
-    images = (pixels / 16.0).astype(np.float32)[..., None]
-    order = np.random.default_rng(seed).permutation(len(images))
-    n_test = int(round(len(images) * test_fraction))
-    test, train = order[:n_test], order[n_test:]
-    return Digits("UCI handwritten digits (bundled)", images[train], labels[train],
-                  images[test], labels[test])
-
-
-def load_digits(prefer_mnist: bool = True, test_fraction: float = 0.2, seed: int = 0) -> Digits:
-    """MNIST from the Keras cache when present (and preferred), else the bundled UCI digits."""
-    if not 0.0 < test_fraction < 1.0:
-        raise ValueError(f"test_fraction must be between 0 and 1, not {test_fraction!r}")
-    if prefer_mnist and MNIST_CACHE.exists():
-        return _load_mnist(MNIST_CACHE)
-    return _load_uci_digits(test_fraction, seed)

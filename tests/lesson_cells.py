@@ -39,8 +39,9 @@ def defined_in_cells(number: str) -> set[str]:
             if isinstance(node, ast.FunctionDef | ast.ClassDef)}
 
 
-def lesson(number: str, **context: Any) -> SimpleNamespace:
-    """Every top-level definition of the notebook's code cells, run in one namespace.
+def lesson(number: str, *names: str, **context: Any) -> SimpleNamespace:
+    """Every top-level definition of the notebook's code cells, run in one namespace; with
+    ``names``, only the definitions so named, without the cells' imports.
 
     ``context`` supplies what the definitions use from the notebook's other cells.
     """
@@ -48,7 +49,8 @@ def lesson(number: str, **context: Any) -> SimpleNamespace:
     kinds = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
     for tree in code_cells(number):
         body = [node for node in tree.body if isinstance(node, kinds) and not (
-            isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers"))]
+            isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers"))
+            and (not names or getattr(node, "name", None) in names)]
         if any(isinstance(node, ast.FunctionDef | ast.ClassDef) for node in body):
             exec(compile(ast.Module(body, []), str(notebook(number)), "exec"), namespace)  # noqa: S102
     return SimpleNamespace(**namespace)

@@ -17,15 +17,13 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
 import pytest
 from fresh_python import run_python
 
 from helpers.devices import plan_devices, use_logical_cpus
-from helpers.matpow import matpow, require_fits_in_memory
 from helpers.mx_cluster import LocalMXCluster, train_on_cluster
 from helpers.processes import free_ports
-from helpers.profiles import get_profile
+from helpers.profiles import get_profile, require_fits_in_memory
 from helpers.tf_cluster import LocalTFCluster, cluster_spec
 from helpers.workers import mwms_train, mx_pushpull, mx_train, mx_worker, tf1_mnist, tf_server
 from helpers.workers.mx_worker import check_worker_env
@@ -142,10 +140,9 @@ CASES: dict[str, Case] = {
     "mwms_out_dir_unwritable": Case(
         lambda: mwms_train.parse_args(["--out-dir", _unwritable(CASE_TMP[0])]),
         r"--out-dir '.*' cannot be created", SystemExit, {"TF_CONFIG": GOOD_TF_CONFIG}),
-    "matpow_non_square": Case(lambda: matpow(np.ones((2, 3)), 2, np.matmul),
-                              r"M must be a square matrix .*not shape \(2, 3\)"),
-    "matpow_n_5000": Case(lambda: matpow(np.ones((2, 2)), 5000, np.matmul),
-                          r"n must be an int from 0 to 200, not 5000; matpow recurses once"),
+    "profile_matpow_n_5000": Case(lambda: get_profile("ci", matpow_n=5000),
+                                  r"matpow_n must be an int from 1 to 200, not 5000; notebook "
+                                  r"04's matpow recurses once per product"),
     "matrices_too_big_for_memory": Case(
         lambda: require_fits_in_memory(50_000, available=2**30),
         r"8 matrices of 50000 x 50000 take 74.5 GiB but this machine has 1.0 GiB free; use a "

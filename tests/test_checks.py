@@ -2,7 +2,7 @@
 
 import pytest
 
-from helpers.machine import require_int, require_positive_number
+from helpers.machine import require_int, require_number
 
 
 def test_require_int_returns_good_values():
@@ -16,12 +16,12 @@ def test_require_int_refuses_bools_floats_strings_and_small_values(value):
         require_int("repeat", value, 1)
 
 
-def test_require_positive_number_accepts_ints_and_floats():
-    assert require_positive_number("min_seconds", 2) == 2.0
-    assert require_positive_number("min_seconds", 0.25) == 0.25
+def test_require_number_above_zero_accepts_ints_and_floats():
+    assert require_number("min_seconds", 2, above=0) == 2.0
+    assert require_number("min_seconds", 0.25, above=0) == 0.25
 
 
 @pytest.mark.parametrize("value", [0, -0.5, False, "1", None, float("nan")])
-def test_require_positive_number_refuses_the_rest(value):
+def test_require_number_above_zero_refuses_the_rest(value):
     with pytest.raises(ValueError, match=r"min_seconds must be a number > 0, not "):
-        require_positive_number("min_seconds", value)
+        require_number("min_seconds", value, above=0)

@@ -5,17 +5,14 @@ import matplotlib
 matplotlib.use("Agg")
 
 import pytest  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+from lesson_cells import lesson  # noqa: E402
 
-from helpers.measure import (  # noqa: E402
-    comparison_table,
-    plot_comparison,
-    round_trips,
-    slowest,
-)
 from helpers.workers import tf_allreduce, tf_step_timing  # noqa: E402
 from helpers.workers.common import TIMING_DONE, report  # noqa: E402
 from helpers.workers.mx_worker import message_key, parse_results, time_push_pull  # noqa: E402
+
+NB11 = lesson("11", "slowest", "round_trips")
+slowest, round_trips = NB11.slowest, NB11.round_trips
 
 
 def test_slowest_member_sets_a_collectives_time():
@@ -24,24 +21,15 @@ def test_slowest_member_sets_a_collectives_time():
                {"kind": "strategy", "workers": 4, "bytes": 8, "seconds": 9.0}]
     assert slowest(records, "op") == {(2, 8): 0.3}
     assert slowest(records, "op", field="best") == {(2, 8): 0.05}
-    with pytest.raises(ValueError, match="RESULT"):
-        slowest(records, "fusion")
 
 
-def test_round_trips_and_the_comparison():
+def test_round_trips_slowest_worker_per_group():
     ps_records = [{"workers": 1, "push_pull": [{"bytes": 8, "median_s": 0.2, "best_s": 0.1}]},
                   {"workers": 2, "push_pull": [{"bytes": 8, "median_s": 0.4, "best_s": 0.3}]},
                   {"workers": 2, "push_pull": [{"bytes": 8, "median_s": 0.5, "best_s": 0.2}]}]
     ps = round_trips(ps_records)
     assert ps == {(1, 8): 0.2, (2, 8): 0.5}
     assert round_trips(ps_records, "best_s") == {(1, 8): 0.1, (2, 8): 0.3}
-    ring = {(1, 8): 0.1, (2, 8): 1.0, (4, 8): 2.0}
-    table = comparison_table(ring, ps)
-    assert table.column("workers") == [1, 2]  # only what was measured both ways
-    assert table.column("PS / ring") == pytest.approx([2.0, 0.5])
-    assert isinstance(plot_comparison(ring, ps, [1, 2, 4]), Figure)
-    with pytest.raises(ValueError, match="push_pull"):
-        round_trips([{"workers": 1}])
 
 
 def test_tf_worker_reports_parse_back(capsys):

@@ -35,7 +35,7 @@ def test_tensorflow_with_keras_by_default():
 MXNET_LIBRARIES = """
     import json, os
     from threadpoolctl import threadpool_info
-    from helpers.blas import blas_libraries, kernels_of
+    from helpers.measure import blas_libraries, kernels_of
     def report(tag):
         libs = blas_libraries()
         omp = [i["num_threads"] for i in threadpool_info() if i["internal_api"] == "openmp"]
@@ -77,8 +77,8 @@ def _mxnet_import_report(env: dict[str, str]) -> tuple[dict, dict]:
 
 
 def test_import_mxnet_gives_mxnet_all_cores_and_safe_kernels_without_touching_numpy():
-    from helpers.blas import GENERIC_KERNELS
     from helpers.machine import physical_cores, suggested_coretype
+    from helpers.measure import GENERIC_KERNELS
 
     before, after = _mxnet_import_report({})
     added = before["settings"]["added"]

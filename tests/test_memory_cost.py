@@ -1,15 +1,17 @@
-"""Layer costs, the memory of training, ZeRO's arithmetic, and measuring memory growth."""
+"""Layer costs, and the memory of training and its measurement as notebook 13 writes them."""
 
-import pytest
+import gc
+from dataclasses import dataclass
 
-from helpers.costs import (
-    PUBLISHED_MODELS,
-    TrainingMemory,
-    layer_cost,
-    layer_costs,
-    training_flops_per_example,
-)
-from helpers.measure import MemorySteps, rss_bytes
+import psutil
+from lesson_cells import lesson
+
+from helpers.costs import layer_cost, layer_costs, training_flops_per_example
+from helpers.output import Table
+
+NB13 = lesson("13", "TrainingMemory", "MemorySteps", dataclass=dataclass, gc=gc, psutil=psutil,
+              Table=Table)
+TrainingMemory, MemorySteps = NB13.TrainingMemory, NB13.MemorySteps
 
 
 class Tensor:
@@ -59,34 +61,20 @@ def test_training_memory_parts():
     assert TrainingMemory(params=10, optimizer="sgd").optimizer_states == 0
     assert TrainingMemory(params=10, optimizer="momentum").optimizer_states == 40
     assert m.table().column("part")[-1] == "total"
-    with pytest.raises(ValueError, match="optimizer"):
-        TrainingMemory(params=1, optimizer="lion")
-    with pytest.raises(ValueError, match="batch"):
-        TrainingMemory(params=1, batch=0)
-
-
-def test_published_models_are_named_and_sourced():
-    assert all(p > 0 and source for _, p, source in PUBLISHED_MODELS)
-    assert len({name for name, _, _ in PUBLISHED_MODELS}) == len(PUBLISHED_MODELS)
 
 
 def test_memory_steps_record_growth_from_any_reader():
     readings = iter([100, 150, 150, 400])
     steps = MemorySteps(lambda: next(readings))
-    assert steps.baseline == 100
     assert steps.step("a", lambda: "kept") == "kept"
     steps.step("b")
     steps.step("c")
     assert steps.steps == [("a", 50), ("b", 0), ("c", 250)]
-    assert steps.growth("c") == 250
-    table = steps.table({"a": 100})
+    table = steps.table({"a": 100, "b": 1, "c": 250})
     assert table.rows[0] == ["a", 50 / 1e6, 100 / 1e6, 0.5]
-    assert table.rows[1][2] is None
-    with pytest.raises(KeyError, match="steps are"):
-        steps.growth("d")
-    with pytest.raises(ValueError, match="reader"):
-        MemorySteps(reader=42)
 
 
-def test_rss_is_this_process_size():
-    assert rss_bytes() > 10e6
+def test_memory_steps_read_this_process_by_default():
+    steps = MemorySteps()
+    kept = steps.step("64 MB", lambda: bytearray(64 * 2**20))
+    assert steps.last > 10e6 and steps.steps[0][1] > 32 * 2**20 and len(kept) == 64 * 2**20

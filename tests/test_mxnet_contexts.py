@@ -5,9 +5,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from helpers.blas import mxnet_omp_threads
 from helpers.devices import ContextPair, context_pair
 from helpers.frameworks import import_mxnet
+from helpers.measure import mxnet_omp_threads
 
 
 class FakeContext(SimpleNamespace):
@@ -61,7 +61,7 @@ def test_bad_purpose_is_rejected():
 def test_mxnet_thread_count_follows_what_mxnet_reads(monkeypatch):
     assert mxnet_omp_threads({"OMP_NUM_THREADS": "4,2"}) == 4
     assert mxnet_omp_threads({"MXNET_OMP_MAX_THREADS": "3", "OMP_NUM_THREADS": "1"}) == 3
-    monkeypatch.setattr("helpers.blas.cpu_cores", lambda: 8)
+    monkeypatch.setattr("helpers.measure.cpu_cores", lambda: 8)
     assert mxnet_omp_threads({}) == 4  # MXNet's own rule on x86: half the processors
     with pytest.raises(ValueError, match="not a thread count"):
         mxnet_omp_threads({"OMP_NUM_THREADS": "many"})

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from helpers.profiles import PROFILES, Profile, get_profile
+from helpers.profiles import PROFILES, Profile, device_memory_mb, get_profile
 
 
 def test_every_profile_fills_every_field_with_positive_sizes():
@@ -57,3 +57,8 @@ def test_unknown_profile_in_environment_says_where_it_came_from(monkeypatch):
 def test_unknown_override_field_is_rejected():
     with pytest.raises(ValueError, match="unknown profile field"):
         get_profile("ci", matrix_size=5)
+
+
+def test_device_memory_grows_with_size_and_chains():
+    assert device_memory_mb(10_000) > 1024  # more than a default 1 GiB virtual GPU
+    assert device_memory_mb(1024, chains=2) == 2 * device_memory_mb(1024, chains=1) == 40

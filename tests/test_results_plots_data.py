@@ -10,13 +10,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from helpers.measure import TimingResult, bar_timings  # noqa: E402
-from helpers.output import (  # noqa: E402
-    Table,  # noqa: E402
-    line_speedup,
-    save_figure,
-    save_results,  # noqa: E402
-)
-from helpers.training import load_digits  # noqa: E402
+from helpers.output import Table, line_speedup, save_figure, save_results  # noqa: E402
+from helpers.training import load_digits, read_uci_digits  # noqa: E402
 
 
 def test_results_round_trip_with_machine_info_and_plain_values(tmp_path):
@@ -31,11 +26,9 @@ def test_results_round_trip_with_machine_info_and_plain_values(tmp_path):
     assert data["machine"]["versions"]["numpy"] == np.__version__
 
 
-def test_bad_results_names_and_missing_files(tmp_path):
+def test_a_results_name_stays_in_the_results_folder(tmp_path):
     with pytest.raises(ValueError, match="letters, digits"):
         save_results("../escape", {}, tmp_path)
-    with pytest.raises(ValueError, match="dict of measurements"):
-        save_results("ok", [1, 2], tmp_path)
 
 
 def test_plots_have_labelled_axes_and_save_as_png(tmp_path):
@@ -46,20 +39,12 @@ def test_plots_have_labelled_axes_and_save_as_png(tmp_path):
     assert save_figure(fig2, "speedup", tmp_path).stat().st_size > 1000
 
 
-def test_plots_reject_mismatched_or_empty_data():
-    with pytest.raises(ValueError, match="2 x values but 3"):
-        line_speedup([1, 2], {"m": [1, 2, 3]})
-    with pytest.raises(ValueError, match="nothing to plot"):
-        line_speedup([], {"copy": []})
-    with pytest.raises(ValueError, match="no results"):
-        bar_timings([])
+def test_a_time_unit_is_one_the_bars_know():
     with pytest.raises(ValueError, match="unit must be"):
         bar_timings([TimingResult("a", [1.0])], unit="hours")
 
 
 def test_bundled_digits_are_the_uci_test_set():
-    from helpers.training import read_uci_digits
-
     images, labels = read_uci_digits()
     assert images.shape == (1797, 8, 8) and labels.shape == (1797,)
     assert np.array_equal(images, np.round(images)) and images.min() == 0 and images.max() == 16
@@ -68,8 +53,6 @@ def test_bundled_digits_are_the_uci_test_set():
 
 
 def test_missing_digits_file_says_how_to_restore_it(tmp_path):
-    from helpers.training import read_uci_digits
-
     with pytest.raises(FileNotFoundError, match="git checkout helpers/datasets"):
         read_uci_digits(tmp_path / "gone.csv.gz")
 
@@ -82,8 +65,6 @@ def test_digits_are_real_scaled_and_split(monkeypatch, tmp_path):
     assert 0.0 <= digits.x_train.min() and digits.x_train.max() <= 1.0
     assert len(digits.x_train) + len(digits.x_test) == 1797
     assert set(np.unique(digits.y_train)) == set(range(10))
-    with pytest.raises(ValueError, match="test_fraction"):
-        load_digits(test_fraction=1.5)
 
 
 def test_mnist_cache_is_used_when_present(monkeypatch, tmp_path):
@@ -94,4 +75,5 @@ def test_mnist_cache_is_used_when_present(monkeypatch, tmp_path):
     monkeypatch.setattr("helpers.training.MNIST_CACHE", cache)
     digits = load_digits()
     assert digits.source.startswith("MNIST") and digits.x_train.shape == (5, 28, 28, 1)
+    assert digits.x_train.dtype == np.float32 and digits.x_train.max() <= 1.0
     assert "5 training" in digits.describe()

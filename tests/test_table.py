@@ -27,10 +27,3 @@ def test_column_records_and_html():
 def test_row_of_wrong_length_is_rejected():
     with pytest.raises(ValueError, match="2 columns"):
         Table(["a", "b"], [[1, 2, 3]])
-
-
-def test_unknown_column_and_no_columns_are_rejected():
-    with pytest.raises(KeyError, match="columns are a"):
-        Table(["a"]).column("z")
-    with pytest.raises(ValueError, match="at least one column"):
-        Table([])

@@ -5,14 +5,9 @@ import matplotlib
 matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
-import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from helpers.costs import (  # noqa: E402
-    Traffic,
-    tensor_nbytes,
-    traffic_table,
-)
+from helpers.costs import Traffic, tensor_nbytes  # noqa: E402
 from helpers.output import (  # noqa: E402
     Contributions,
     RingSnapshots,
@@ -76,8 +71,6 @@ def test_tensor_nbytes_reads_shape_and_dtype():
             size = 2
 
     assert tensor_nbytes(TFLike()) == 12
-    with pytest.raises(ValueError, match="shape"):
-        tensor_nbytes([1, 2, 3])
 
 
 def test_watched_ring_moves_what_the_formula_says_and_sums_right():
@@ -90,33 +83,17 @@ def test_watched_ring_moves_what_the_formula_says_and_sums_right():
     assert len(traffic.transfers) == 2 * 3 * 4  # 2 (n - 1) steps, n transfers each
 
 
-def test_traffic_rejects_unknown_devices_and_ignores_self_copies():
+def test_traffic_ignores_self_copies():
     traffic = Traffic(["a", "b"])
     traffic.record("a", "a", 10)
     assert traffic.transfers == []
     traffic.record("a", "b", 4)
     assert traffic.per_device() == {"a": (4, 0), "b": (0, 4)}
-    with pytest.raises(ValueError, match="unknown device"):
-        traffic.record("a", "c", 1)
-    with pytest.raises(ValueError, match="nbytes"):
-        traffic.record("a", "b", -1)
-    with pytest.raises(ValueError, match="distinct"):
-        Traffic(["a", "a"])
-    traffic.reset()
-    assert traffic.transfers == []
 
 
 def test_watch_keeps_the_other_operations():
     watched = Traffic(["a"]).watch(NumpyOps)
     assert watched.split(np.arange(4), 2)[1].tolist() == [2, 3]
-
-
-def test_traffic_table_has_a_pair_of_columns_per_scheme():
-    counts = {"naive": [(8, 8), (8, 8)], "ring": [(8, 8), (8, 8)]}
-    table = traffic_table(counts, ["x", "y"])
-    assert table.columns == ["device", "naive sent", "naive received", "ring sent",
-                             "ring received"]
-    assert table.rows == [["x", 8, 8, 8, 8], ["y", 8, 8, 8, 8]]
 
 
 def test_contributions_trace_the_ring_and_draw():
@@ -129,5 +106,3 @@ def test_contributions_trace_the_ring_and_draw():
     start = snapshots.steps[0][1]
     assert start[1] == [frozenset({1})] * n  # snapshots are copies, not live views
     assert isinstance(draw_ring_steps(snapshots.steps), Figure)
-    with pytest.raises(ValueError, match="at least one"):
-        draw_ring_steps([])
