@@ -1,8 +1,8 @@
 # make lab       : create/update the environment and open JupyterLab at the repository root
 # make test      : create/update the environment and run every test (unit tests and all notebooks)
 # make test-unit : the unit tests alone (a couple of minutes, no notebook kernels)
-# make run       : execute every notebook headless into build/ and write build/REPORT.md
-#                  (PROFILE=laptop runs the laptop sizes)
+# make run       : execute every notebook headless into build/ and write build/REPORT.md;
+#                  it goes on after a failing notebook (PROFILE=laptop runs the laptop sizes)
 # make bench     : measure the series' own numbers into bench/results.json and bench/RESULTS.md
 # make student   : copies of the notebooks without solutions, in build/student/
 # make notebooks : re-execute stored notebooks in place (clean kernel, ci profile) [NB=04]

@@ -79,8 +79,8 @@ def test_notebooks_are_found_in_order_and_filtered(notebooks):
     assert [p.stem for p in chosen] == ["01_first", "10_tenth"]
 
 
-def test_series_runs_with_the_profile_and_stops_at_the_first_real_error(tmp_path, capsys,
-                                                                         monkeypatch):
+def test_series_runs_with_the_profile_and_goes_on_after_a_failing_notebook(tmp_path, capsys,
+                                                                           monkeypatch):
     # main() points the kernels at the run's results folder and profile; restore afterwards
     monkeypatch.setenv("SERIES_RESULTS_DIR", str(tmp_path / "unused"))
     monkeypatch.setenv("SERIES_PROFILE", "ci")
@@ -98,22 +98,37 @@ def test_series_runs_with_the_profile_and_stops_at_the_first_real_error(tmp_path
                    raising=[1])
     write_notebook(folder / "02_broken.ipynb", "x = 1", "1 / 0", "never = True")
     write_notebook(folder / "03_later.ipynb", "x = 3")
+    write_notebook(folder / "04_false_claim.ipynb",
+                   "assert 2 < 1, 'speed-up 0.9 with 2 workers, expected > 1'", "never = True")
     output = tmp_path / "build"
 
     assert main(["--notebooks", str(folder), "--output", str(output), "--profile", "laptop"]) == 1
 
     err = capsys.readouterr().err
     assert "02_broken.ipynb failed at In [4] `1 / 0`: ZeroDivisionError" in err
+    assert ("04_false_claim.ipynb failed at In [3] `assert 2 < 1, 'speed-up 0.9 with 2 workers, "
+            "expected > 1'`: AssertionError: speed-up 0.9 with 2 workers, expected > 1") in err
     results = json.loads((output / "results" / "01_ok.json").read_text())
     assert results["results"]["speedup"] == [1.0, 1.5]
     ok = nbformat.read(output / "01_ok.ipynb", as_version=4)
     assert any("injected-parameters" in c.metadata.get("tags", []) for c in ok.cells)
     assert ok.cells[-1].execution_count is not None  # ran past the expected exception
     broken = nbformat.read(output / "02_broken.ipynb", as_version=4)
-    assert broken.cells[-1].execution_count is None  # stopped at the error
-    assert not (output / "03_later.ipynb").exists()
+    assert broken.cells[-1].execution_count is None  # that notebook stopped at its error
+    later = nbformat.read(output / "03_later.ipynb", as_version=4)
+    assert later.cells[-1].execution_count is not None  # the run went on
     report = (output / "REPORT.md").read_text()
     assert "| [01_ok](01_ok.ipynb) | ok |" in report
     assert "| [02_broken](02_broken.ipynb) | failed |" in report
-    assert "| 03_later | not run | - |  |" in report
+    assert "| [03_later](03_later.ipynb) | ok |" in report
+    assert "| [04_false_claim](04_false_claim.ipynb) | failed |" in report
+    assert "expected > 1" in report
     assert "| 01_ok | speed-up, 2 workers | 1.5 |" in report
+
+
+def test_bad_input_unwritable_output_is_a_one_line_error(notebooks, tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    assert main(["--notebooks", str(notebooks), "--output", str(blocker / "build")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write to --output" in err and "Traceback" not in err

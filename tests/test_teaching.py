@@ -48,7 +48,7 @@ def test_minutes_are_the_sum_of_each_notebooks_cells(tmp_path):
 
 def test_the_table_gets_the_measured_minutes_and_keeps_the_plan(tmp_path):
     text = teaching.update(GUIDE, {"00": 0.5, "01": 1.54},
-                           teaching.note("2030-05-06", "ci", MACHINE, {}))
+                           teaching.note("2030-05-06", "ci", MACHINE))
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[3:6]]
             for line in text.splitlines() if re.match(r"\| \d\d ", line)}
     assert rows == {"00": ["0.5", "10", "11"], "01": ["1.5", "20", "22"],
@@ -57,17 +57,25 @@ def test_the_table_gets_the_measured_minutes_and_keeps_the_plan(tmp_path):
     assert "on 2030-05-06, profile `ci`, Test CPU (2 logical CPUs)" in text
     assert text.startswith("# Guide\n") and text.endswith("## After the table\n")
     assert teaching.update(text, {"00": 0.5, "01": 1.54},
-                           teaching.note("2030-05-06", "ci", MACHINE, {})) == text
+                           teaching.note("2030-05-06", "ci", MACHINE)) == text
 
 
-def test_the_note_names_failures_and_the_load_of_a_run():
-    run = {"seconds": 300.0, "exit_code": 1, "load_before": [1.5, 1, 1],
+def test_the_note_names_the_machine_and_the_load_of_a_run():
+    run = {"seconds": 300.0, "exit_code": 0, "load_before": [1.5, 1, 1],
            "load_after": [3.25, 2, 1]}
-    text = teaching.note("2030-05-06", "ci", {**MACHINE, "gpus": ["T4 (15 GiB)"]},
-                         {"04": 2}, run)
+    text = teaching.note("2030-05-06", "ci", {**MACHINE, "gpus": ["T4 (15 GiB)"]}, run)
     assert "GPUs: T4 (15 GiB)" in text and "5.0 min of wall time" in text
     assert "load average 1.5 before and 3.2 after" in text
-    assert "04 had 2 failing cell(s)" in text
+
+
+def test_a_run_with_failing_cells_is_never_recorded(tmp_path, capsys):
+    guide = tmp_path / "TEACHING.md"
+    guide.write_text(GUIDE)
+    report = junit(tmp_path / "j.xml", [("00_check.ipynb", 30.0, False),
+                                        ("00_check.ipynb", 5.0, True)])
+    assert teaching.main(["--junit", str(report), "--teaching", str(guide)]) == 1
+    assert guide.read_text() == GUIDE
+    assert "failing cells in 00 (1 cell(s))" in capsys.readouterr().err
 
 
 def test_a_notebook_without_a_row_or_a_guide_without_a_table_is_an_error(tmp_path):

@@ -8,9 +8,11 @@ of the current environment, with the notebooks folder as working directory. The 
 copies land in the output folder, the notebooks' results (JSON and PNG) in
 ``<output>/results/``, and :mod:`tools.report` turns those into ``<output>/REPORT.md``.
 
-The run stops at the first notebook that fails (cells tagged ``raises-exception`` are
-expected to fail and do not count), says which notebook and cell, writes the report of
-what ran, and exits non-zero.
+A notebook that fails (cells tagged ``raises-exception`` are expected to fail and do not
+count) stops at its failing cell; the run goes on with the next notebook, so one run of a
+profile reports every notebook with its time and its first false claim (the failing
+cell and the assert's message). The report lists them all, and the run exits non-zero if
+any failed.
 """
 
 from __future__ import annotations
@@ -194,7 +196,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     output = Path(args.output).resolve()
     results = output / "results"
     shutil.rmtree(results, ignore_errors=True)  # the report shows this run only
-    results.mkdir(parents=True)
+    try:
+        results.mkdir(parents=True)
+    except OSError as err:
+        print(f"python -m tools.run_series: error: cannot write to --output {args.output}: "
+              f"{err.strerror}; name a folder you can write to", file=sys.stderr)
+        return 2
     os.environ["SERIES_RESULTS_DIR"] = str(results)
     os.environ["SERIES_PROFILE"] = args.profile
     warning = kernel_warning()
@@ -204,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           flush=True)
 
     runs = [NotebookRun(p.stem, "not run") for p in args.notebook_paths]
-    failure: NotebookFailed | None = None
+    failures: list[NotebookFailed] = []
     for run, source in zip(runs, args.notebook_paths, strict=True):
         executed = output / source.name
         run.executed = source.name
@@ -214,21 +221,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             run.seconds = run_notebook(source, executed, args.profile, args.timeout)
             run.status = "ok"
             print(f"ok ({run.seconds:.1f} s)", flush=True)
-        except Exception as err:  # noqa: BLE001  (any failure stops the run, reported below)
+        except Exception as err:  # noqa: BLE001  (any failure is reported; the run goes on)
             if not isinstance(err, NotebookFailed):
                 err = NotebookFailed(source.name, None, type(err).__name__, str(err))
             run.seconds = time.perf_counter() - start
-            run.status, run.error, failure = "failed", str(err), err
-            print("FAILED", flush=True)
-            break
+            run.status, run.error = "failed", str(err)
+            failures.append(err)
+            print(f"FAILED ({run.seconds:.1f} s)", flush=True)
     report = build_report(results, output / "REPORT.md", profile=args.profile, runs=runs,
                           machine=describe_machine())
     print(f"report: {report}")
-    if failure is not None:
+    for failure in failures:
         print(f"error: {failure}\n  the executed copy with the error: {output / failure.notebook}",
               file=sys.stderr)
-        return 1
-    return 0
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

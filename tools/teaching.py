@@ -10,8 +10,9 @@ class minutes (run + discussion, rounded up) and states when, where, with which 
 and under which load the run was made. ``--junit FILE`` takes the minutes from a report
 that is already there instead. The discussion minutes are the instructor's plan and are
 left as they are; a notebook the report does not cover keeps what it had ("not yet
-measured" until it has run once). A notebook with failing cells still ran every cell
-(nbval goes on after a failure), so its time counts, and the note names it.
+measured" until it has run once). A run with failing cells is never recorded: the guide's
+minutes are the reference a class is planned on, so the command stops, names the
+notebooks and leaves TEACHING.md as it was.
 
 The table lives between ``<!-- minutes:start -->`` and ``<!-- minutes:end -->``; its
 rows are ``| NN | notebook | run | discussion | class |``.
@@ -94,7 +95,7 @@ def run_suite(junit_xml: Path = JUNIT, profile: str = "ci",
             "load_before": before, "load_after": load_average()}
 
 
-def note(date: str, profile: str, machine: dict, failed: dict[str, int],
+def note(date: str, profile: str, machine: dict,
          run: dict[str, object] | None = None) -> str:
     """The sentence under the table: where the run minutes come from."""
     gpus = f", GPUs: {', '.join(machine['gpus'])}" if machine.get("gpus") else ""
@@ -106,10 +107,6 @@ def note(date: str, profile: str, machine: dict, failed: dict[str, int],
         text += (f", {run['seconds'] / 60:.1f} min of wall time, 1-minute load average "
                  f"{before} before and {after} after")
     text += ", filled in by `make teaching`."
-    if failed:
-        text += (" In that run " + ", ".join(f"{n} had {k} failing cell(s)"
-                                              for n, k in sorted(failed.items()))
-                 + " (every cell still ran).")
     return text + (" A class on a laptop or a GPU runs the `laptop` or `gpu` profile's larger"
                    " sizes: run the notebooks there once before class.")
 
@@ -190,14 +187,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         minutes, failed = run_minutes(junit)
         text = update(args.teaching.read_text(), minutes,
-                      note(report_time(junit), args.profile, describe_machine(), failed, run))
+                      note(report_time(junit), args.profile, describe_machine(), run))
     except (FileNotFoundError, ValueError) as err:
         parser.error(str(err))
+    if failed:
+        listed = ", ".join(f"{n} ({k} cell(s))" for n, k in sorted(failed.items()))
+        print(f"error: failing cells in {listed}: {args.teaching.name} keeps its minutes; fix "
+              "them and run `make teaching` again", file=sys.stderr)
+        return 1
     args.teaching.write_text(text)
     print(f"{args.teaching.name}: run minutes of {', '.join(sorted(minutes))} written "
           f"({sum(minutes.values()):.1f} min in all)")
-    if failed:
-        print(f"warning: failing cells in {', '.join(sorted(failed))}", file=sys.stderr)
     return 0
 
 
