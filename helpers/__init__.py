@@ -5,7 +5,7 @@ requirements_banner``); a name one notebook alone needs is imported from its mod
 the import line says which file to open. The folders follow the course:
 
 * the machine and the series: versions, profiles, tables, results, data;
-* :mod:`helpers.devices`: devices and placement (notebooks 01-05);
+* :mod:`helpers.devices`, :mod:`helpers.placement`: devices and placement (notebooks 01-05);
 * :mod:`helpers.measure`, :mod:`helpers.blas`, :mod:`helpers.matpow`: timing, BLAS, bandwidth,
   the seed's matrix power (03-05, 10-13);
 * :mod:`helpers.processes`, :mod:`helpers.tf_cluster`, :mod:`helpers.mx_cluster`,
@@ -19,20 +19,17 @@ when a function first needs it, so the worker processes of a cluster start quick
 
 from helpers import training
 from helpers.blas import busy_threads
-from helpers.capture import capture_fds
 from helpers.costs import AlphaBeta, Traffic, fit_alpha_beta, ring_allreduce_seconds
 from helpers.data import load_digits
-from helpers.devices.inventory import list_devices, nvidia_smi, physical_gpu_count
-from helpers.devices.logical import requirements_banner
-from helpers.devices.mxnet_contexts import context_pair
-from helpers.devices.names import parse_device
-from helpers.devices.placement import capture_placement
+from helpers.devices import (context_pair, list_devices, nvidia_smi, parse_device,
+                             physical_gpu_count, requirements_banner)
 from helpers.exposure import network_banner
 from helpers.frameworks import import_mxnet, import_tensorflow, mxnet_import_settings
 from helpers.machine import cpu_cores
 from helpers.measure import bar_timings, benchmark
 from helpers.mx_cluster import LocalMXCluster, train_on_cluster
 from helpers.output import Table, line_speedup, save_figure, save_results
+from helpers.placement import capture_fds, capture_placement
 from helpers.processes import leftover_processes
 from helpers.profiles import get_profile
 from helpers.source import show_source

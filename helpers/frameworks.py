@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy
 
-from helpers.capture import capture_fds
+from helpers.placement import capture_fds
 from helpers.machine import physical_cores, share_jit_cache, suggested_coretype
 
 _startup_log: list[str] = []

@@ -149,7 +149,7 @@ def fit_gpu_profile(profile: Profile, card_mb: list[int], mxnet_on_gpu: bool) ->
 
     Unchanged without cards (``SERIES_PROFILE=gpu`` on a machine without a driver).
     """
-    from helpers.devices.logical import reserve_mb  # noqa: PLC0415
+    from helpers.devices import reserve_mb  # noqa: PLC0415
 
     if not card_mb:
         return profile
@@ -169,7 +169,7 @@ def fit_gpu_profile(profile: Profile, card_mb: list[int], mxnet_on_gpu: bool) ->
 def _gpu_profile_for_this_machine() -> Profile:
     """The gpu profile fitted to the GPUs TensorFlow will use: those ``CUDA_VISIBLE_DEVICES``
     allows, a MIG slice's memory rather than its card's (:func:`gpu_cards`)."""
-    from helpers.devices.inventory import gpu_cards  # noqa: PLC0415
+    from helpers.devices import gpu_cards  # noqa: PLC0415
     from helpers.frameworks import mxnet_route  # noqa: PLC0415
 
     memory = [card.memory_mb for card in gpu_cards() if card.memory_mb]
@@ -180,7 +180,7 @@ def _gpu_profile_for_this_machine() -> Profile:
 
 def detect_profile_name() -> str:
     """``gpu`` when TensorFlow sees a GPU, ``laptop`` with 4+ cores, else ``ci``."""
-    from helpers.devices.inventory import physical_gpu_count  # noqa: PLC0415
+    from helpers.devices import physical_gpu_count  # noqa: PLC0415
     from helpers.machine import cpu_cores  # noqa: PLC0415
 
     if physical_gpu_count() > 0:

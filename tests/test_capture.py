@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from helpers.capture import capture_fds, capture_log
+from helpers.placement import capture_fds, capture_log
 
 
 def test_captures_raw_writes_to_both_descriptors():

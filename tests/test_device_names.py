@@ -2,7 +2,7 @@
 
 import pytest
 
-from helpers.devices.names import DeviceName, parse_device
+from helpers.devices import DeviceName, parse_device
 
 
 @pytest.mark.parametrize(

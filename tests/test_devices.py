@@ -1,6 +1,6 @@
 """This machine's cores and GPUs (try_gpu is written in notebook 01)."""
 
-from helpers.devices.inventory import nvidia_smi
+from helpers.devices import nvidia_smi
 from helpers.machine import cpu_cores
 
 

@@ -1,5 +1,8 @@
 """The troubleshooting check finds each known failure and names its fix."""
 
+import shutil
+import subprocess
+
 import pytest
 
 from helpers import environment
@@ -7,7 +10,7 @@ from helpers import environment
 
 @pytest.fixture
 def no_gpu(monkeypatch):
-    monkeypatch.setattr("helpers.devices.inventory.nvidia_smi", lambda: None)
+    monkeypatch.setattr("helpers.environment.nvidia_smi", lambda: None)
 
 
 def rows(table):
@@ -44,14 +47,14 @@ def _gpu_machine(monkeypatch, card, gpus, route, mxnet_gpus=0):
     """nvidia-smi and TensorFlow report ``gpus`` cards; MXNet took ``route``."""
     from gpu_fakes import FakeMX, FakeTF, fake_nvidia_smi
 
-    from helpers.devices import inventory
+    from helpers import devices
 
     tf = FakeTF(gpus, card)
-    monkeypatch.setattr(inventory, "import_tensorflow", lambda **_kw: tf)
-    monkeypatch.setattr(inventory.shutil, "which", lambda exe: f"/usr/bin/{exe}")
-    monkeypatch.setattr(inventory.subprocess, "run", fake_nvidia_smi(card, max(gpus, 2)))
-    monkeypatch.setattr("helpers.frameworks.mxnet_route", lambda: route)
-    monkeypatch.setattr("helpers.frameworks.import_mxnet", lambda: FakeMX(mxnet_gpus))
+    monkeypatch.setattr(devices, "import_tensorflow", lambda **_kw: tf)
+    monkeypatch.setattr(shutil, "which", lambda exe: f"/usr/bin/{exe}")
+    monkeypatch.setattr(subprocess, "run", fake_nvidia_smi(card, max(gpus, 2)))
+    monkeypatch.setattr(environment, "mxnet_route", lambda: route)
+    monkeypatch.setattr(environment, "import_mxnet", lambda: FakeMX(mxnet_gpus))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
 
 

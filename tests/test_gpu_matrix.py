@@ -12,14 +12,15 @@ from __future__ import annotations
 import logging
 import math
 import os
+import shutil
+import subprocess
 import sys
 
 import pytest
 from gpu_fakes import CARDS, FakeMX, FakeTF, fake_nvidia_smi, mig_uuid
 
-from helpers import frameworks
-from helpers.devices import inventory, logical
-from helpers.devices.logical import reserve_mb
+from helpers import devices, frameworks
+from helpers.devices import reserve_mb
 from helpers.matpow import device_memory_mb
 from helpers.mxnet_gpu import MXNetRoute, runs_mxnet_kernels
 from helpers.profiles import PROFILES, get_profile, matpow_gpu_mb
@@ -53,14 +54,13 @@ def machine(monkeypatch, card: str, gpus: int, route: MXNetRoute = CPU_WHEEL) ->
     """Make this process see ``gpus`` cards of kind ``card`` (none for ``gpus=0``)."""
     card = card if card in CARDS else "T4"
     tf = FakeTF(gpus, card)
-    monkeypatch.setattr(logical, "import_tensorflow", lambda **_kw: tf)
-    monkeypatch.setattr(inventory, "import_tensorflow", lambda **_kw: tf)
-    monkeypatch.setattr(inventory.shutil, "which",
+    monkeypatch.setattr(devices, "import_tensorflow", lambda **_kw: tf)
+    monkeypatch.setattr(shutil, "which",
                         lambda exe: f"/usr/bin/{exe}" if gpus else None)
-    monkeypatch.setattr(inventory.subprocess, "run", fake_nvidia_smi(card, gpus))
-    monkeypatch.setattr(logical, "mxnet_route", lambda: route)
-    monkeypatch.setattr(logical, "cpu_cores", lambda: 8)
-    monkeypatch.delenv(logical.GROWTH_ENV, raising=False)
+    monkeypatch.setattr(subprocess, "run", fake_nvidia_smi(card, gpus))
+    monkeypatch.setattr(devices, "mxnet_route", lambda: route)
+    monkeypatch.setattr(devices, "cpu_cores", lambda: 8)
+    monkeypatch.delenv(devices.GROWTH_ENV, raising=False)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     return tf
 
@@ -80,7 +80,7 @@ def card_of(tf: FakeTF, name: str) -> int:
 @pytest.mark.parametrize(("card", "gpus"), SCENARIOS, ids=IDS)
 def test_gpu_plan_banner_and_memory(monkeypatch, card, gpus, needed):
     tf = machine(monkeypatch, card, gpus)
-    plan = logical.plan_devices(needed)
+    plan = devices.plan_devices(needed)
     banner = plan.banner()
     assert len(plan.devices) == len(set(plan.devices)) == needed
     if gpus == 0:
@@ -88,13 +88,13 @@ def test_gpu_plan_banner_and_memory(monkeypatch, card, gpus, needed):
         assert f"This lesson needs {needed} device(s); this machine has 0 GPU(s) and 8 CPU " \
                "core(s)." in banner
         assert "MXNet" not in banner and "MiB" not in banner  # the CPU banner is unchanged
-        assert logical.GROWTH_ENV not in os.environ
+        assert devices.GROWTH_ENV not in os.environ
         return
     name, card_mb, capability = CARDS[card]
     assert f"{gpus} GPU(s) ({name} ({card_mb / 1024:.0f} GiB, compute capability " \
            f"{capability[0]}.{capability[1]}))" in banner
     assert "MXNet: CPU wheel" in banner  # every GPU banner says where MXNet runs
-    assert os.environ[logical.GROWTH_ENV] == "true"  # inherited by children
+    assert os.environ[devices.GROWTH_ENV] == "true"  # inherited by children
     if gpus >= needed:
         assert plan.kind == "gpu" and not plan.simulated
         assert plan.devices == tuple(f"/GPU:{i}" for i in range(needed))
@@ -130,12 +130,12 @@ def test_gpu_lesson_memory_need_is_given_when_it_fits_and_warned_when_not(monkey
     tf = machine(monkeypatch, card, 1)
     size = get_profile("gpu").matpow_size  # notebook 04's need, from the fitted profile
     need = device_memory_mb(size, chains=3)
-    plan = logical.plan_devices(2, gpu_memory_mb=need)
+    plan = devices.plan_devices(2, gpu_memory_mb=need)
     assert plan.memory.fits and plan.memory.per_device_mb == need
     assert {c.memory_limit for c in tf.config.logical["/physical_device:GPU:0"]} == {need}
     assert "WARNING" not in plan.banner()
     tf = machine(monkeypatch, card, 1)
-    greedy = logical.plan_devices(2, gpu_memory_mb=CARDS[card][1])  # a whole card each
+    greedy = devices.plan_devices(2, gpu_memory_mb=CARDS[card][1])  # a whole card each
     assert greedy.memory.fits is False and greedy.memory.per_device_mb < CARDS[card][1] // 2
     assert "WARNING: the lesson needs" in greedy.banner() and "smaller profile" in greedy.banner()
 
@@ -147,7 +147,7 @@ def test_gpu_mxnet_contexts_come_from_mxnets_own_count(monkeypatch, card, gpus):
         mx = FakeMX(route.gpus if route.on_gpu else 0)  # MXNet counts its own GPUs
         for needed in (1, 2, 4):
             machine(monkeypatch, card, gpus, route)
-            plan = logical.plan_devices(needed)
+            plan = devices.plan_devices(needed)
             contexts = plan.mxnet_contexts(mx)
             text = plan.describe_mxnet_contexts(mx)
             assert len(contexts) == len(set(contexts)) == needed  # never one context twice
@@ -208,27 +208,27 @@ def test_gpu_profile_without_a_driver_keeps_the_seed_sizes(monkeypatch):
 
 def test_gpu_cards_follow_cuda_visible_devices(monkeypatch):
     machine(monkeypatch, "A100-80GB", 2)  # TensorFlow sees 2 of the driver's 4 cards ...
-    monkeypatch.setattr(inventory.subprocess, "run", fake_nvidia_smi("A100-80GB", 4, extra_mb=1))
+    monkeypatch.setattr(subprocess, "run", fake_nvidia_smi("A100-80GB", 4, extra_mb=1))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")  # ... the driver's 3 and 1, in that order
-    cards = inventory.gpu_cards()
+    cards = devices.gpu_cards()
     assert [(c.index, c.name, c.memory_mb, c.capability) for c in cards] == [
         (0, "NVIDIA A100-SXM4-80GB", 81923, (8, 0)), (1, "NVIDIA A100-SXM4-80GB", 81921, (8, 0))]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-00000002,GPU-00000000")  # UUID prefixes
-    assert [c.memory_mb for c in inventory.gpu_cards()] == [81922, 81920]
+    assert [c.memory_mb for c in devices.gpu_cards()] == [81922, 81920]
 
 
 def test_gpu_runtime_started_without_growth_is_explained(monkeypatch):
     tf = machine(monkeypatch, "T4", 2)
     tf.config.started = True  # a TensorFlow op ran before the banner
     with pytest.raises(RuntimeError, match="without memory growth.*restart the kernel"):
-        logical.plan_devices(2)
+        devices.plan_devices(2)
 
 
 def test_gpu_virtual_devices_after_start_are_explained(monkeypatch):
     tf = machine(monkeypatch, "L4", 1)
     tf.config.started = True
     with pytest.raises(RuntimeError, match="already started.*restart the kernel"):
-        logical.plan_devices(4)
+        devices.plan_devices(4)
 
 
 # --- H100: TensorFlow 2.21 ships PTX only for compute capability 9.0 ----------------------
@@ -238,7 +238,7 @@ def test_gpu_virtual_devices_after_start_are_explained(monkeypatch):
 def test_gpu_jit_cache_is_shared_only_where_tensorflow_has_no_sass(monkeypatch, card,
                                                                      jit_cache_home):
     machine(monkeypatch, card, 2)
-    banner = logical.plan_devices(2).banner()
+    banner = devices.plan_devices(2).banner()
     name = CARDS[card][0]
     if card != "H100":  # T4 7.5 runs sm_70, L4 sm_89, A100 sm_80: no JIT, nothing set
         assert "JIT" not in banner and "CUDA_CACHE_PATH" not in os.environ
@@ -254,7 +254,7 @@ def test_gpu_jit_cache_keeps_a_cache_the_user_chose(monkeypatch, tmp_path):
     machine(monkeypatch, "H100", 1)
     monkeypatch.setenv("CUDA_CACHE_PATH", str(tmp_path / "mine"))
     monkeypatch.setenv("CUDA_CACHE_MAXSIZE", "1073741824")
-    assert f"into {tmp_path / 'mine'} (minutes" in logical.plan_devices(1).banner()
+    assert f"into {tmp_path / 'mine'} (minutes" in devices.plan_devices(1).banner()
     assert os.environ["CUDA_CACHE_MAXSIZE"] == "1073741824"
 
 
@@ -276,15 +276,15 @@ def test_gpu_jit_cache_is_set_before_cuda_starts(monkeypatch, jit_cache_home):
 
 def test_gpu_mig_a100_in_seven_slices_sizes_everything_from_one_slice(monkeypatch):
     tf = machine(monkeypatch, "A100-80GB", 1)  # CUDA enumerates one MIG slice per process
-    monkeypatch.setattr(inventory.subprocess, "run",
+    monkeypatch.setattr(subprocess, "run",
                         fake_nvidia_smi("A100-80GB", 1, mig=("1g.10gb",) * 7))
     slice_mb = 10 * 10**9 // 2**20  # 9536 MiB, where memory.total says 81920
     for visible in (None, mig_uuid(0, 4)):
         if visible:
             monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
-        [card] = inventory.gpu_cards()
+        [card] = devices.gpu_cards()
         assert (card.name, card.memory_mb) == ("NVIDIA A100-SXM4-80GB MIG 1g.10gb", slice_mb)
-    plan = logical.plan_devices(2)
+    plan = devices.plan_devices(2)
     assert plan.memory.card_mb == slice_mb
     assert 2 * plan.memory.per_device_mb + reserve_mb(slice_mb) <= slice_mb
     assert {c.memory_limit for c in tf.config.logical["/physical_device:GPU:0"]} == \
@@ -298,13 +298,13 @@ def test_gpu_mig_a100_in_seven_slices_sizes_everything_from_one_slice(monkeypatc
 
 def test_gpu_mig_h100_slices_of_different_sizes(monkeypatch, jit_cache_home):
     machine(monkeypatch, "H100", 1)  # 3g.40gb + 2g.20gb + 2 x 1g.10gb: all 8 memory slices
-    monkeypatch.setattr(inventory.subprocess, "run", fake_nvidia_smi(
+    monkeypatch.setattr(subprocess, "run", fake_nvidia_smi(
         "H100", 1, mig=("3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb")))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", mig_uuid(0, 0))
-    [card] = inventory.gpu_cards()
+    [card] = devices.gpu_cards()
     assert (card.name, card.memory_mb) == ("NVIDIA H100 80GB HBM3 MIG 3g.40gb", 38146)
     assert get_profile("gpu").matpow_size == 10_000  # the seed's size fits 40 GB
-    banner = logical.plan_devices(2).banner()
+    banner = devices.plan_devices(2).banner()
     assert "of its card's 38146 MiB" in banner and "(sm_90)" in banner  # still an H100
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", mig_uuid(0, 2)[:12])  # a UUID prefix
-    assert inventory.gpu_cards()[0].memory_mb == 9536
+    assert devices.gpu_cards()[0].memory_mb == 9536

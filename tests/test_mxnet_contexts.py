@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from helpers.blas import mxnet_omp_threads
-from helpers.devices.mxnet_contexts import ContextPair, context_pair
+from helpers.devices import ContextPair, context_pair
 from helpers.frameworks import import_mxnet
 
 

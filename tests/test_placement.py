@@ -4,7 +4,7 @@ import sys
 
 from fresh_python import run_python
 
-from helpers.devices.placement import PlacementLog, parse_placement
+from helpers.placement import PlacementLog, parse_placement
 
 GRAPH_STDOUT = """\
 a: (Const): /job:localhost/replica:0/task:0/device:CPU:0
@@ -58,7 +58,7 @@ def test_table_keeps_only_one_log_when_asked():
 
 
 def test_eager_lines_written_through_python_stdout_are_caught(capsys):
-    from helpers.devices.placement import capture_placement
+    from helpers.placement import capture_placement
 
     line = "Executing op MatMul in device /job:localhost/replica:0/task:0/device:GPU:1"
     with capture_placement() as log:
@@ -78,7 +78,7 @@ def test_real_tensorflow_run_on_two_logical_cpus():
     """End to end: logical CPUs, logging on before the runtime starts, ops pinned."""
     program = """
         from helpers import capture_placement, import_tensorflow
-        from helpers.devices.logical import use_logical_cpus
+        from helpers.devices import use_logical_cpus
         tf = import_tensorflow()
         use_logical_cpus(2)
         tf.debugging.set_log_device_placement(True)

@@ -1,0 +1,547 @@
+"""Devices: their names, what this machine has, and as many as a lesson needs (notebooks 01-05).
+
+TensorFlow accepts several spellings of one device (``/cpu:0``, ``GPU:0``,
+``/job:worker/replica:0/task:1/device:CPU:0``); :func:`parse_device` reads them all. Each
+framework counts its own devices: TensorFlow's GPUs say nothing about MXNet's (its CPU wheel
+sees none on the same machine). A lesson about two devices must also run on a laptop:
+TensorFlow can split a CPU into *logical* CPUs and a GPU into *virtual* GPUs, but only
+before its runtime starts (the first op, or the first listing of logical devices), so
+:func:`requirements_banner` configures them first thing and prints what is simulated.
+
+GPU memory, one rule for every TensorFlow process of the series: allocate on demand (by
+default TensorFlow reserves nearly all of a card, leaving nothing for MXNet or a cluster's
+other processes). Real GPUs get ``set_memory_growth``; ``TF_FORCE_GPU_ALLOW_GROWTH=true``
+covers virtual GPUs (where that call is refused) and every child process. A virtual GPU is
+also capped: the lesson's need, or an equal share of what its card holds after a reserve for
+CUDA, the cuBLAS/cuDNN workspaces and MXNet. TensorFlow numbers virtual GPUs card by card; a
+plan takes the cards in turn, so its first k devices use as many cards as there are.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from helpers.blas import mxnet_omp_threads
+from helpers.checks import require_int
+from helpers.frameworks import import_mxnet, import_tensorflow, mxnet_import_settings, mxnet_route
+from helpers.machine import cpu_cores, query_nvidia_smi, share_jit_cache, smi_output
+from helpers.output import Table
+
+# -- names -------------------------------------------------------------------------------------
+KNOWN_TYPES = ("CPU", "GPU", "TPU")
+_FORMS = ("'/cpu:0', '/gpu:1', 'GPU:0', '/device:GPU:0' or "
+          "'/job:worker/replica:0/task:1/device:CPU:0'")
+
+
+@dataclass(frozen=True)
+class DeviceName:
+    """A device string taken apart: where in the cluster, what kind, which one."""
+
+    device_type: str
+    index: int
+    job: str | None = None
+    replica: int | None = None
+    task: int | None = None
+
+    @property
+    def short(self) -> str:
+        return f"/{self.device_type}:{self.index}"
+
+    @property
+    def full(self) -> str:
+        """The form TensorFlow logs, a local process unless the name says otherwise."""
+        return (f"/job:{self.job or 'localhost'}/replica:{self.replica or 0}/task:{self.task or 0}"
+                f"/device:{self.device_type}:{self.index}")
+
+
+def parse_device(spec: str) -> DeviceName:
+    """Any TensorFlow device spelling, taken apart; ValueError shows the accepted forms."""
+    def bad(why: str) -> ValueError:
+        return ValueError(f"{spec!r} is not a device string ({why}); use a form like {_FORMS}")
+
+    def type_index(text: str) -> tuple[str, int]:
+        match = re.fullmatch(r"([A-Za-z_]+):(\d+)", text)
+        if not match:
+            raise bad(f"expected TYPE:INDEX, got {text!r}")
+        if match[1].upper() not in KNOWN_TYPES:
+            raise bad(f"unknown device type {match[1]!r}, known: {', '.join(KNOWN_TYPES)}")
+        return match[1].upper(), int(match[2])
+
+    text = spec.strip() if isinstance(spec, str) else ""
+    if not text:
+        raise bad("it is empty")
+    if not text.startswith("/"):
+        return DeviceName(*type_index(text))
+    pieces, parts = text[1:].split("/"), {}
+    for piece in pieces:
+        key, _, value = piece.partition(":")
+        if key not in ("job", "replica", "task", "device") or not value:
+            if len(pieces) == 1:  # '/cpu:0'
+                return DeviceName(*type_index(piece))
+            raise bad(f"unknown part {piece!r}")
+        if key in parts:
+            raise bad(f"{key!r} appears twice")
+        parts[key] = value
+    if "device" not in parts:
+        raise bad("it names no device")
+    for key in ("replica", "task"):
+        if not parts.get(key, "0").isdigit():
+            raise bad(f"{key} must be a number, got {parts[key]!r}")
+    return DeviceName(*type_index(parts["device"]), parts.get("job"),
+                      *(int(parts[k]) if k in parts else None for k in ("replica", "task")))
+
+
+# -- what this machine has ---------------------------------------------------------------------
+FRAMEWORKS = ("tensorflow", "mxnet")
+
+
+def physical_gpu_count() -> int:
+    """GPUs TensorFlow can use (looking does not initialise the runtime)."""
+    return len(import_tensorflow().config.list_physical_devices("GPU"))
+
+
+def list_devices(frameworks: tuple[str, ...] = FRAMEWORKS) -> Table:
+    """One table of TensorFlow's physical and logical devices and MXNet's contexts.
+
+    Listing logical devices starts TensorFlow's runtime: call :func:`requirements_banner` first.
+    """
+    if isinstance(frameworks, str) or not set(frameworks) <= set(FRAMEWORKS):
+        raise ValueError(f"frameworks is a tuple of {FRAMEWORKS}, not {frameworks!r}")
+    table = Table(["framework", "level", "name", "kind", "memory"])
+    if "tensorflow" in frameworks:
+        tf = import_tensorflow()
+        for dev in tf.config.list_physical_devices():
+            table.append(["tensorflow", "physical", dev.name, dev.device_type, None])
+        for dev in tf.config.list_logical_devices():
+            peak = tf.config.experimental.get_memory_info(dev.name).get("peak") \
+                if dev.device_type == "GPU" else None
+            table.append(["tensorflow", "logical", dev.name, dev.device_type,
+                          None if peak is None else f"{peak / 2**30:.1f} GiB"])
+    if "mxnet" in frameworks:
+        mx = import_mxnet()
+        table.append(["mxnet", "context", "cpu(0)", "CPU", "all host RAM, all cores"])
+        for i in range(mx.context.num_gpus()):
+            total = mx.context.gpu_memory_info(i)[1]
+            table.append(["mxnet", "context", f"gpu({i})", "GPU", f"{total / 2**30:.1f} GiB"])
+    return table
+
+
+def nvidia_smi() -> Table | None:
+    """A short ``nvidia-smi`` summary, or None where there is no NVIDIA driver."""
+    rows = query_nvidia_smi("index,name,memory.total,memory.used,utilization.gpu")
+    return None if rows is None else Table(
+        ["index", "name", "memory total", "memory used", "utilisation"], rows)
+
+
+@dataclass(frozen=True)
+class GPUCard:
+    """One GPU TensorFlow can use (index after ``CUDA_VISIBLE_DEVICES``), memory in MiB."""
+
+    index: int
+    name: str
+    memory_mb: int | None
+    capability: tuple[int, int] | None  # e.g. (7, 5) for a T4
+
+    def describe(self) -> str:
+        memory = "memory unknown" if self.memory_mb is None else f"{self.memory_mb / 1024:.0f} GiB"
+        cap = "" if self.capability is None else \
+            f", compute capability {self.capability[0]}.{self.capability[1]}"
+        return f"{self.name} ({memory}{cap})"
+
+
+def _smi_rows() -> list[list[str]]:
+    """``index,uuid,name,memory.total`` per card, a card in MIG mode replaced by its slices.
+
+    Under MIG, CUDA sees the slices (``nvidia-smi -L``: ``  MIG 1g.10gb  Device  0: (UUID:
+    MIG-...)``) while ``memory.total`` reports the whole card; a slice's memory is in its
+    profile's name, in GB (10^9 bytes, a little less than it holds).
+    """
+    slices: dict[str, list[list[str]]] = {}
+    card = None
+    for line in (smi_output("-L") or "").splitlines():
+        if gpu := re.match(r"GPU (\d+): (.+) \(UUID: (\S+)\)", line):
+            card = gpu.groups()
+        elif (mig := re.match(r"\s+MIG (\S+)\s+Device\s+\d+: \(UUID: (\S+)\)", line)) and card \
+                and (gb := re.search(r"(\d+)gb", mig[1])):
+            slices.setdefault(card[2], []).append(
+                [card[0], mig[2], f"{card[1]} MIG {mig[1]}", f"{int(gb[1]) * 10**9 // 2**20} MiB"])
+    rows = query_nvidia_smi("index,uuid,name,memory.total") or []
+    return [part for row in rows for part in slices.get(row[1], [row])]
+
+
+def gpu_cards() -> tuple[GPUCard, ...]:
+    """The GPUs TensorFlow can use, described before its runtime starts (MIG slices too).
+
+    The capability comes from TensorFlow's device details, the memory from nvidia-smi (which
+    numbers every card, where CUDA numbers the visible ones in the order
+    ``CUDA_VISIBLE_DEVICES`` gives: indices, ``GPU-`` or ``MIG-`` UUIDs or their prefixes).
+    """
+    tf = import_tensorflow()
+    rows = _smi_rows()
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    tokens = [t.strip() for t in (visible or "").split(",") if t.strip()]
+    cards = []
+    for i, device in enumerate(tf.config.list_physical_devices("GPU")):
+        details = tf.config.experimental.get_device_details(device) or {}
+        if visible is None:
+            row = rows[i] if i < len(rows) else None
+        else:
+            token = tokens[i] if i < len(tokens) else None
+            row = next((r for r in rows if token is not None and (
+                token in (r[0], r[1]) or (len(token) > 6 and r[1].startswith(token)))), None)
+        mig = row[2] if row and row[1].startswith("MIG-") else None
+        memory = row[3].split()[0] if row and len(row) > 3 and row[3].split() else ""
+        capability = details.get("compute_capability")
+        cards.append(GPUCard(i, str(mig or details.get("device_name") or (row[2] if row else
+                                                                             f"GPU {i}")),
+                             int(memory) if memory.isdigit() else None,
+                             tuple(capability) if capability else None))
+    return tuple(cards)
+
+
+# -- as many devices as a lesson needs ---------------------------------------------------------
+_RESTART = "restart the kernel (Kernel > Restart) and run the notebook from the top"
+MAX_LOGICAL_DEVICES = 64
+_TOO_MANY = "logical devices share the same hardware; a lesson needs a few"
+#: The environment variable TensorFlow's GPU allocator reads: grow on demand.
+GROWTH_ENV = "TF_FORCE_GPU_ALLOW_GROWTH"
+#: The cap of a virtual GPU when neither the lesson nor nvidia-smi says anything better.
+UNKNOWN_CARD_SHARE_MB = 2048
+
+
+def _configure(device_type: str, physical: Any, configs: list[Any]) -> None:
+    tf = import_tensorflow()
+    current = tf.config.get_logical_device_configuration(physical)
+    if current is not None and len(current) == len(configs):
+        return
+    try:
+        tf.config.set_logical_device_configuration(physical, configs)
+    except RuntimeError:
+        existing = len(tf.config.list_logical_devices(device_type))
+        if existing != len(configs):
+            raise RuntimeError(
+                f"TensorFlow's runtime already started with {existing} logical "
+                f"{device_type}(s); {len(configs)} can only be made before the first "
+                f"TensorFlow op: {_RESTART}") from None
+
+
+def use_logical_cpus(n: int) -> list[str]:
+    """Split the CPU into ``n`` logical CPUs; the same ``n`` again does nothing."""
+    require_int("the number of logical CPUs", n, 1, MAX_LOGICAL_DEVICES, _TOO_MANY)
+    tf = import_tensorflow()
+    _configure("CPU", tf.config.list_physical_devices("CPU")[0],
+               [tf.config.LogicalDeviceConfiguration() for _ in range(n)])
+    return [f"/CPU:{i}" for i in range(n)]
+
+
+def reserve_mb(card_mb: int) -> int:
+    """Memory of a card kept outside TensorFlow's virtual GPUs (CUDA, workspaces, MXNet)."""
+    return max(1536, card_mb // 10)
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """What each virtual GPU on a card may hold, and whether the lesson's need fits."""
+
+    per_device_mb: int
+    card_mb: int | None  # None when nvidia-smi did not say
+    needed_mb: int | None  # the lesson's need per device, None for a fair share
+    fits: bool | None  # None when the card's memory is unknown
+
+    def describe(self, per_card: int) -> str:
+        if self.card_mb is None:
+            return (f"Each virtual GPU is capped at {self.per_device_mb} MiB (nvidia-smi did "
+                    "not report the card's memory), allocated as needed.")
+        text = (f"Each virtual GPU may use up to {self.per_device_mb} MiB of its card's "
+                f"{self.card_mb} MiB, allocated as needed; {reserve_mb(self.card_mb)} MiB "
+                "stay outside TensorFlow for CUDA itself and MXNet.")
+        if self.fits is False:
+            text += (f" WARNING: the lesson needs {self.needed_mb} MiB per device, more than "
+                     f"{per_card} virtual GPUs on this card can have: expect out-of-memory "
+                     "errors, or choose a smaller profile (profile = \"laptop\").")
+        return text
+
+
+def virtual_gpu_budget(card_mb: int | None, per_card: int,
+                       needed_mb: int | None = None) -> MemoryBudget:
+    """The cap of each of ``per_card`` virtual GPUs: the need if it fits, else a fair share."""
+    if card_mb is None:
+        return MemoryBudget(needed_mb or UNKNOWN_CARD_SHARE_MB, None, needed_mb, None)
+    share = (card_mb - reserve_mb(card_mb)) // per_card
+    if needed_mb is None:
+        return MemoryBudget(share, card_mb, None, True)
+    return MemoryBudget(min(needed_mb, share), card_mb, needed_mb, needed_mb <= share)
+
+
+def _grow_on_demand(tf: Any, gpus: list[Any]) -> None:
+    os.environ.setdefault(GROWTH_ENV, "true")
+    for gpu in gpus:
+        try:
+            tf.config.experimental.set_memory_growth(gpu, True)
+        except ValueError:  # virtual GPUs on it: the variable applies there
+            continue
+        except RuntimeError:
+            if not tf.config.experimental.get_memory_growth(gpu):
+                raise RuntimeError(
+                    "TensorFlow's runtime already started without memory growth, so it holds "
+                    f"nearly all GPU memory: {_RESTART}") from None
+
+
+@dataclass(frozen=True)
+class DevicePlan:
+    """Which devices a lesson will use, and whether they are real or simulated."""
+
+    needed: int
+    kind: str  # "gpu", "virtual-gpu" or "logical-cpu"
+    devices: tuple[str, ...]  # in the order the lesson should use them
+    physical_gpus: int
+    cores: int
+    cards: tuple[int, ...] = ()  # the physical GPU each device is on (GPU plans)
+    gpus: tuple[GPUCard, ...] = ()
+    memory: MemoryBudget | None = None  # the cap of each virtual GPU (virtual-gpu plans)
+    mxnet_line: str = ""  # how MXNet runs on this GPU machine ('' without GPUs)
+    jit_line: str = ""  # GPUs whose kernels TensorFlow JIT-compiles (share_jit_cache)
+
+    @property
+    def simulated(self) -> bool:
+        return self.kind == "virtual-gpu" or (self.kind == "logical-cpu" and self.needed > 1)
+
+    def distinct_cards(self, k: int) -> int:
+        """How many different physical devices the first ``k`` devices run on."""
+        return len(set(self.cards[:k])) if self.cards else 1
+
+    def mxnet_contexts(self, mx: Any) -> list[Any]:
+        """``needed`` distinct MXNet contexts: GPUs when MXNet itself sees enough, else CPUs
+        (MXNet cannot split a GPU, and one context twice would be one device to Gluon)."""
+        if mx.context.num_gpus() >= self.needed:
+            return [mx.gpu(i) for i in range(self.needed)]
+        return [mx.cpu(i) for i in range(self.needed)]
+
+    def describe_mxnet_contexts(self, mx: Any) -> str:
+        gpus = mx.context.num_gpus()
+        names = ", ".join(str(c) for c in self.mxnet_contexts(mx))
+        if gpus >= self.needed:
+            return f"MXNet: {names}, {self.needed} real GPU(s)"
+        seen = "no GPU" if gpus == 0 else f"only {gpus} GPU(s) and cannot split one"
+        if self.needed == 1:
+            return f"MXNet: {names} (MXNet sees {seen})"
+        return (f"MXNet: {names}, SIMULATED: MXNet sees {seen}, so these CPU contexts share "
+                "the host's memory and cores")
+
+    def _how(self, names: str) -> str:
+        real = self.physical_gpus
+        if self.kind == "gpu":
+            return (f"using {self.needed} real GPU(s): {names}. TensorFlow allocates their "
+                    "memory as it needs it (memory growth on), so MXNet and other processes "
+                    "can share the cards")
+        if self.kind == "virtual-gpu" and real == 1:
+            return (f"SIMULATED: using {self.needed} virtual GPUs ({names}) carved out of "
+                    f"{real} physical GPU(s); they share its compute, so splitting work across "
+                    "them cannot run faster")
+        if self.kind == "virtual-gpu":
+            placed = ", ".join(f"{d} (card {c})" for d, c in zip(self.devices, self.cards,
+                                                                 strict=True))
+            return (f"SIMULATED: using {self.needed} virtual GPUs carved out of {real} physical "
+                    f"GPUs, taken across the cards in turn: {placed}. The first {real} are on "
+                    f"different cards; beyond {real}, devices share cards, so splitting work "
+                    f"over more than {real} cannot run faster than over {real}")
+        if self.needed == 1:
+            return f"using the CPU ({names})"
+        return (f"SIMULATED: using {self.needed} logical CPUs ({names}); they share the same "
+                f"{self.cores} core(s), so splitting work across them cannot run faster")
+
+    def banner(self) -> str:
+        gpus = f"{self.physical_gpus} GPU(s)"
+        if self.gpus:
+            gpus += f" ({'; '.join(sorted({c.describe() for c in self.gpus}))})"
+        text = (f"This lesson needs {self.needed} device(s); this machine has {gpus} and "
+                f"{self.cores} CPU core(s).\n{self._how(', '.join(self.devices))}.")
+        if self.memory is not None:
+            text += "\n" + self.memory.describe(max(self.cards.count(c) for c in self.cards))
+        text += "".join(f"\n{line}." for line in (self.mxnet_line, self.jit_line) if line)
+        width = min(max(len(line) for line in text.splitlines()), 100)
+        return "\n".join(["=" * width, text, "=" * width])
+
+
+def plan_devices(needed: int, gpu_memory_mb: int | None = None) -> DevicePlan:
+    """Configure ``needed`` devices: real GPUs, else virtual GPUs, else logical CPUs.
+
+    ``gpu_memory_mb`` is what the lesson needs per virtual GPU (None: a fair share of the card).
+    """
+    require_int("the number of devices a lesson needs", needed, 1, MAX_LOGICAL_DEVICES,
+                _TOO_MANY)
+    if gpu_memory_mb is not None:
+        require_int("gpu_memory_mb (MiB per device)", gpu_memory_mb, 1)
+    tf = import_tensorflow()
+    physical = tf.config.list_physical_devices("GPU")
+    gpus = len(physical)
+    if gpus == 0:
+        return DevicePlan(needed, "logical-cpu", tuple(use_logical_cpus(needed)), 0, cpu_cores())
+    cards = gpu_cards()
+    lines = {"gpus": cards, "mxnet_line": mxnet_route().summary(), "jit_line": share_jit_cache(tf)}
+    if gpus >= needed:
+        _grow_on_demand(tf, physical)
+        return DevicePlan(needed, "gpu", tuple(f"/GPU:{i}" for i in range(needed)), gpus,
+                          cpu_cores(), cards=tuple(range(needed)), **lines)
+    counts = [needed // gpus + (c < needed % gpus) for c in range(gpus)]
+    first = [sum(counts[:c]) for c in range(gpus)]  # TensorFlow numbers card by card
+    order = [(f"/GPU:{first[c] + j}", c) for j in range(max(counts)) for c in range(gpus)
+             if j < counts[c]]
+    known = [c.memory_mb for c in cards]
+    smallest = None if not known or None in known else min(known)  # type: ignore[type-var]
+    budget = virtual_gpu_budget(smallest, max(counts), gpu_memory_mb)
+    os.environ.setdefault(GROWTH_ENV, "true")
+    for gpu, count in zip(physical, counts, strict=True):
+        _configure("GPU", gpu, [tf.config.LogicalDeviceConfiguration(
+            memory_limit=budget.per_device_mb) for _ in range(count)])
+    return DevicePlan(needed, "virtual-gpu", tuple(name for name, _ in order), gpus, cpu_cores(),
+                      cards=tuple(card for _, card in order), memory=budget, **lines)
+
+
+def requirements_banner(needed: int, gpu_memory_mb: int | None = None) -> DevicePlan:
+    """Configure the devices a lesson needs, print what is real and what is simulated."""
+    plan = plan_devices(needed, gpu_memory_mb)
+    print(plan.banner())
+    return plan
+
+
+# -- one-process tf.distribute strategies --------------------------------------------------------
+_KEY_RANGE = 100_000  # collective keys one strategy may use before the next one's start
+
+
+def _require_existing(tf: Any, names: Sequence[str], what: str) -> None:
+    """TensorFlow accepts a strategy over ``/GPU:7`` where there is none and soft-places its
+    ops elsewhere (notebook 02), so a replica would not run where it is reported."""
+    existing = {parse_device(d.name).short for d in tf.config.list_logical_devices()}
+    missing = [n for n in names if n not in existing]
+    if missing:
+        raise ValueError(
+            f"{what} {', '.join(missing)}, which this process does not have (its devices: "
+            f"{', '.join(sorted(existing))}); TensorFlow would place the work elsewhere. Use "
+            "devices that exist (list_devices(), or requirements_banner(n) to make them)")
+
+
+def mirrored_over(devices: Sequence[str], k: int) -> Any:
+    """A ``MirroredStrategy`` over the first ``k`` of ``devices``, with collective keys of its own.
+
+    Each ``MirroredStrategy`` numbers its all-reduce groups from the same starting key, so a
+    second one over another device count joins the first one's group and TensorFlow aborts
+    ("is joining a group with size 2, but that group has size 4"). Each strategy here starts
+    its keys in a range of its own, as TensorFlow's own tests do; without that knob it falls
+    back to ``ReductionToOneDevice``, which uses no collective keys.
+    """
+    if isinstance(devices, str):
+        raise ValueError(f"devices is a list of device strings, not the string {devices!r}")
+    names = [parse_device(d).short for d in devices]
+    if len(set(names)) != len(names):
+        raise ValueError(f"devices must be distinct, got {list(devices)}")
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(names):
+        raise ValueError(
+            f"k must be an int between 1 and {len(names)} (the devices given), not {k!r}; "
+            "configure more logical devices with requirements_banner(n) at the top")
+    tf = import_tensorflow()
+    _require_existing(tf, names[:k], "a MirroredStrategy over")
+    cls = tf.distribute.MirroredStrategy
+    if isinstance(getattr(cls, "_collective_key_base", None), int):
+        cls._collective_key_base += _KEY_RANGE
+        return cls(names[:k])
+    return cls(names[:k], cross_device_ops=tf.distribute.ReductionToOneDevice())
+
+
+def replica_devices(strategy: Any) -> list[str]:
+    """The short names of the devices a strategy's replicas run on ([] for the default one,
+    which runs wherever TensorFlow places ops); ValueError for a device this process lacks."""
+    tf = import_tensorflow()
+    if strategy is tf.distribute.get_strategy() and not tf.distribute.has_strategy():
+        return []
+    devices = [parse_device(d) for d in strategy.extended.worker_devices]
+    local = [d.short for d in devices if d.job in (None, "localhost")]
+    _require_existing(tf, local, f"this {type(strategy).__name__} has replicas on")
+    return [d.short for d in devices]
+
+
+# -- MXNet contexts ----------------------------------------------------------------------------
+PURPOSES = ("compute", "transfer")
+
+
+@dataclass(frozen=True)
+class ContextPair:
+    """Two MXNet contexts, what kind of machine gave them, and what that means for timings.
+
+    Every ``mx.cpu(i)`` is the same device (all host memory and cores; each gets its own
+    engine thread), and MXNet cannot split a GPU, so with fewer GPUs than two the second
+    context is a stand-in. Products on two CPU contexts at once: when both call MXNet's
+    bundled OpenBLAS, each with a team of several OpenMP threads, it deadlocks (every time,
+    2 threads per operator on 2 cores), so :attr:`matmul` is then oneDNN's product instead.
+    """
+
+    first: Any
+    second: Any
+    kind: str  # "two-gpus", "one-gpu" (both gpu(0)), "host-and-gpu" or "cpu-only"
+    gpus: int
+    omp_threads: int = 1  # OpenMP threads MXNet gives one CPU operator in this process
+
+    @property
+    def contexts(self) -> list[Any]:
+        return [self.first, self.second]
+
+    @property
+    def same_memory(self) -> bool:
+        return self.first.device_type == self.second.device_type and (
+            self.first.device_type == "cpu" or self.first.device_id == self.second.device_id)
+
+    @property
+    def simulated(self) -> bool:
+        return self.kind in ("one-gpu", "cpu-only")
+
+    @property
+    def blas_deadlock_risk(self) -> bool:
+        both_cpu = self.first.device_type == self.second.device_type == "cpu"
+        return both_cpu and self.omp_threads > 1
+
+    @property
+    def matmul(self) -> Callable[[Any, Any], Any]:
+        """``nd.dot``, or the same product as oneDNN's ``FullyConnected(a, b.T)`` where
+        ``nd.dot`` could deadlock."""
+        nd = import_mxnet().nd
+        if not self.blas_deadlock_risk:
+            return nd.dot
+
+        def onednn_dot(a: Any, b: Any) -> Any:
+            return nd.FullyConnected(a, b.T, no_bias=True, num_hidden=b.shape[1])
+
+        return onednn_dot
+
+    def describe(self) -> str:
+        names = f"{self.first} and {self.second}"
+        return names + {
+            "two-gpus": ": two real GPUs, each with its own memory and compute",
+            "host-and-gpu": ": the host and the GPU, separate memories joined by PCIe/NVLink",
+            "one-gpu": ": SIMULATED, the same single GPU twice (MXNet cannot split a GPU); no "
+                       "speed-up is possible",
+            "cpu-only": ": SIMULATED, MXNet sees no GPU; both are the host's memory and cores. "
+                        "MXNet gives each CPU context its own engine thread, but the cores are "
+                        "shared"}[self.kind]
+
+
+def context_pair(mx: Any, purpose: str = "compute") -> ContextPair:
+    """Two contexts, following what MXNet itself sees (0 GPUs with its CPU wheel).
+
+    ``compute``: gpu(0), gpu(1); gpu(0) twice with one GPU; cpu(0), cpu(1) without.
+    ``transfer``: the same, except cpu(0), gpu(0) with one GPU, the copy that matters there.
+    """
+    if purpose not in PURPOSES:
+        raise ValueError(f"purpose must be one of {PURPOSES}, not {purpose!r}")
+    gpus = mx.context.num_gpus()
+    threads = mxnet_omp_threads(mxnet_import_settings().get("read", {}))
+    if gpus >= 2:
+        return ContextPair(mx.gpu(0), mx.gpu(1), "two-gpus", gpus, threads)
+    if gpus == 1 and purpose == "compute":
+        return ContextPair(mx.gpu(0), mx.gpu(0), "one-gpu", gpus, threads)
+    if gpus == 1:
+        return ContextPair(mx.cpu(0), mx.gpu(0), "host-and-gpu", gpus, threads)
+    return ContextPair(mx.cpu(0), mx.cpu(1), "cpu-only", gpus, threads)
