@@ -1,9 +1,8 @@
-"""The MXNet GPU probe, ``python -m helpers.mxnet_gpu_probe SIDE_DIR``: see :mod:`.mxnet_gpu`.
+"""The MXNet GPU probe, ``python -m helpers.mxnet_gpu_probe SIDE_DIR`` (:mod:`.mxnet_gpu`).
 
-Run in a child process, so that a crash or "no kernel image" costs that process, never
-the notebook's kernel. It takes the steps a notebook takes (TensorFlow first, then the
-CUDA 11 libraries, ``import mxnet`` from the side directory, tiny ops on ``gpu(0)``),
-notes each stage, and prints the outcome as one JSON line (exit status 1 on failure).
+In a child process, so a crash or "no kernel image" costs that process, never the notebook's
+kernel: the steps a notebook takes, each stage noted, the outcome one JSON line (exit 1 on
+failure).
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from helpers.mxnet_gpu import _last_line, load_cuda_libraries
 
 
 def probe(root: Path, report: dict[str, Any]) -> None:
-    """Run in the probe process: the same steps a notebook takes, noting each stage."""
     report.update(stage="tensorflow", cards=[])
     if importlib.util.find_spec("tensorflow") is not None:
         try:  # TensorFlow loads its CUDA 12 libraries first, as in the notebooks
