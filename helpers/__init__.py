@@ -21,8 +21,14 @@ from helpers import training
 from helpers.blas import busy_threads
 from helpers.costs import AlphaBeta, Traffic, fit_alpha_beta, ring_allreduce_seconds
 from helpers.data import load_digits
-from helpers.devices import (context_pair, list_devices, nvidia_smi, parse_device,
-                             physical_gpu_count, requirements_banner)
+from helpers.devices import (
+    context_pair,
+    list_devices,
+    nvidia_smi,
+    parse_device,
+    physical_gpu_count,
+    requirements_banner,
+)
 from helpers.exposure import network_banner
 from helpers.frameworks import import_mxnet, import_tensorflow, mxnet_import_settings
 from helpers.machine import cpu_cores

@@ -1,20 +1,14 @@
 """Devices: their names, what this machine has, and as many as a lesson needs (notebooks 01-05).
 
-TensorFlow accepts several spellings of one device (``/cpu:0``, ``GPU:0``,
-``/job:worker/replica:0/task:1/device:CPU:0``); :func:`parse_device` reads them all. Each
-framework counts its own devices: TensorFlow's GPUs say nothing about MXNet's (its CPU wheel
-sees none on the same machine). A lesson about two devices must also run on a laptop:
-TensorFlow can split a CPU into *logical* CPUs and a GPU into *virtual* GPUs, but only
-before its runtime starts (the first op, or the first listing of logical devices), so
-:func:`requirements_banner` configures them first thing and prints what is simulated.
-
-GPU memory, one rule for every TensorFlow process of the series: allocate on demand (by
-default TensorFlow reserves nearly all of a card, leaving nothing for MXNet or a cluster's
-other processes). Real GPUs get ``set_memory_growth``; ``TF_FORCE_GPU_ALLOW_GROWTH=true``
-covers virtual GPUs (where that call is refused) and every child process. A virtual GPU is
-also capped: the lesson's need, or an equal share of what its card holds after a reserve for
-CUDA, the cuBLAS/cuDNN workspaces and MXNet. TensorFlow numbers virtual GPUs card by card; a
-plan takes the cards in turn, so its first k devices use as many cards as there are.
+Each framework counts its own devices (MXNet's CPU wheel sees no GPU where TensorFlow does).
+A lesson about two devices must run on a laptop too: TensorFlow splits a CPU into *logical*
+CPUs and a GPU into *virtual* GPUs, but only before its runtime starts (the first op, or
+listing logical devices), so :func:`requirements_banner` configures them first and says what
+is simulated. GPU memory is allocated on demand in every TensorFlow process (by default it
+takes nearly a whole card): ``set_memory_growth`` on real GPUs, ``TF_FORCE_GPU_ALLOW_GROWTH``
+for virtual GPUs and children. A virtual GPU is capped at the lesson's need or a fair share
+of its card after a reserve for CUDA, its workspaces and MXNet. TensorFlow numbers virtual
+GPUs card by card; a plan takes the cards in turn, so its first k devices span most cards.
 """
 
 from __future__ import annotations
@@ -52,8 +46,7 @@ class DeviceName:
         return f"/{self.device_type}:{self.index}"
 
     @property
-    def full(self) -> str:
-        """The form TensorFlow logs, a local process unless the name says otherwise."""
+    def full(self) -> str:  # the form TensorFlow logs
         return (f"/job:{self.job or 'localhost'}/replica:{self.replica or 0}/task:{self.task or 0}"
                 f"/device:{self.device_type}:{self.index}")
 
@@ -105,10 +98,8 @@ def physical_gpu_count() -> int:
 
 
 def list_devices(frameworks: tuple[str, ...] = FRAMEWORKS) -> Table:
-    """One table of TensorFlow's physical and logical devices and MXNet's contexts.
-
-    Listing logical devices starts TensorFlow's runtime: call :func:`requirements_banner` first.
-    """
+    """TensorFlow's physical and logical devices and MXNet's contexts (listing logical
+    devices starts TensorFlow's runtime: call :func:`requirements_banner` first)."""
     if isinstance(frameworks, str) or not set(frameworks) <= set(FRAMEWORKS):
         raise ValueError(f"frameworks is a tuple of {FRAMEWORKS}, not {frameworks!r}")
     table = Table(["framework", "level", "name", "kind", "memory"])
@@ -154,12 +145,9 @@ class GPUCard:
 
 
 def _smi_rows() -> list[list[str]]:
-    """``index,uuid,name,memory.total`` per card, a card in MIG mode replaced by its slices.
-
-    Under MIG, CUDA sees the slices (``nvidia-smi -L``: ``  MIG 1g.10gb  Device  0: (UUID:
-    MIG-...)``) while ``memory.total`` reports the whole card; a slice's memory is in its
-    profile's name, in GB (10^9 bytes, a little less than it holds).
-    """
+    """``index,uuid,name,memory.total`` per card, a card in MIG mode replaced by its slices
+    (``nvidia-smi -L``): ``memory.total`` reports the whole card, a slice's memory is in its
+    profile's name, in GB (10^9 bytes, a little less than it holds)."""
     slices: dict[str, list[list[str]]] = {}
     card = None
     for line in (smi_output("-L") or "").splitlines():
@@ -174,12 +162,9 @@ def _smi_rows() -> list[list[str]]:
 
 
 def gpu_cards() -> tuple[GPUCard, ...]:
-    """The GPUs TensorFlow can use, described before its runtime starts (MIG slices too).
-
-    The capability comes from TensorFlow's device details, the memory from nvidia-smi (which
-    numbers every card, where CUDA numbers the visible ones in the order
-    ``CUDA_VISIBLE_DEVICES`` gives: indices, ``GPU-`` or ``MIG-`` UUIDs or their prefixes).
-    """
+    """The GPUs TensorFlow can use, described before its runtime starts: the capability from
+    TensorFlow, the memory from nvidia-smi, which numbers every card where CUDA numbers those
+    ``CUDA_VISIBLE_DEVICES`` names (indices, ``GPU-``/``MIG-`` UUIDs or prefixes), in order."""
     tf = import_tensorflow()
     rows = _smi_rows()
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -194,12 +179,11 @@ def gpu_cards() -> tuple[GPUCard, ...]:
             row = next((r for r in rows if token is not None and (
                 token in (r[0], r[1]) or (len(token) > 6 and r[1].startswith(token)))), None)
         mig = row[2] if row and row[1].startswith("MIG-") else None
-        memory = row[3].split()[0] if row and len(row) > 3 and row[3].split() else ""
-        capability = details.get("compute_capability")
-        cards.append(GPUCard(i, str(mig or details.get("device_name") or (row[2] if row else
-                                                                             f"GPU {i}")),
-                             int(memory) if memory.isdigit() else None,
-                             tuple(capability) if capability else None))
+        memory = (row[3].split() or [""])[0] if row and len(row) > 3 else ""
+        name = mig or details.get("device_name") or (row[2] if row else f"GPU {i}")
+        cap = details.get("compute_capability")
+        cards.append(GPUCard(i, str(name), int(memory) if memory.isdigit() else None,
+                             tuple(cap) if cap else None))
     return tuple(cards)
 
 
@@ -315,8 +299,8 @@ class DevicePlan:
         return len(set(self.cards[:k])) if self.cards else 1
 
     def mxnet_contexts(self, mx: Any) -> list[Any]:
-        """``needed`` distinct MXNet contexts: GPUs when MXNet itself sees enough, else CPUs
-        (MXNet cannot split a GPU, and one context twice would be one device to Gluon)."""
+        """``needed`` distinct contexts: GPUs if MXNet itself sees enough, else CPUs (MXNet
+        cannot split a GPU, and one context twice would be one device to Gluon)."""
         if mx.context.num_gpus() >= self.needed:
             return [mx.gpu(i) for i in range(self.needed)]
         return [mx.cpu(i) for i in range(self.needed)]
@@ -428,11 +412,10 @@ def _require_existing(tf: Any, names: Sequence[str], what: str) -> None:
 def mirrored_over(devices: Sequence[str], k: int) -> Any:
     """A ``MirroredStrategy`` over the first ``k`` of ``devices``, with collective keys of its own.
 
-    Each ``MirroredStrategy`` numbers its all-reduce groups from the same starting key, so a
-    second one over another device count joins the first one's group and TensorFlow aborts
-    ("is joining a group with size 2, but that group has size 4"). Each strategy here starts
-    its keys in a range of its own, as TensorFlow's own tests do; without that knob it falls
-    back to ``ReductionToOneDevice``, which uses no collective keys.
+    Every ``MirroredStrategy`` numbers its all-reduce groups from one starting key, so a second
+    one over another count joins the first one's group and TensorFlow aborts ("is joining a
+    group with size 2, but that group has size 4"); each here starts its own key range, as
+    TensorFlow's tests do (else ``ReductionToOneDevice``, which uses no keys).
     """
     if isinstance(devices, str):
         raise ValueError(f"devices is a list of device strings, not the string {devices!r}")
@@ -453,8 +436,8 @@ def mirrored_over(devices: Sequence[str], k: int) -> Any:
 
 
 def replica_devices(strategy: Any) -> list[str]:
-    """The short names of the devices a strategy's replicas run on ([] for the default one,
-    which runs wherever TensorFlow places ops); ValueError for a device this process lacks."""
+    """The devices a strategy's replicas run on ([] for the default strategy); ValueError
+    for a device this process lacks."""
     tf = import_tensorflow()
     if strategy is tf.distribute.get_strategy() and not tf.distribute.has_strategy():
         return []
@@ -505,8 +488,7 @@ class ContextPair:
 
     @property
     def matmul(self) -> Callable[[Any, Any], Any]:
-        """``nd.dot``, or the same product as oneDNN's ``FullyConnected(a, b.T)`` where
-        ``nd.dot`` could deadlock."""
+        """``nd.dot``, or where it could deadlock oneDNN's ``FullyConnected(a, b.T)``."""
         nd = import_mxnet().nd
         if not self.blas_deadlock_risk:
             return nd.dot
@@ -529,11 +511,8 @@ class ContextPair:
 
 
 def context_pair(mx: Any, purpose: str = "compute") -> ContextPair:
-    """Two contexts, following what MXNet itself sees (0 GPUs with its CPU wheel).
-
-    ``compute``: gpu(0), gpu(1); gpu(0) twice with one GPU; cpu(0), cpu(1) without.
-    ``transfer``: the same, except cpu(0), gpu(0) with one GPU, the copy that matters there.
-    """
+    """Two contexts after what MXNet sees (no GPU with its CPU wheel): gpu(0), gpu(1); with
+    one GPU gpu(0) twice for ``compute``, cpu(0), gpu(0) for ``transfer``; else cpu(0), cpu(1)."""
     if purpose not in PURPOSES:
         raise ValueError(f"purpose must be one of {PURPOSES}, not {purpose!r}")
     gpus = mx.context.num_gpus()

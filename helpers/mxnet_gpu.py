@@ -1,18 +1,14 @@
 """MXNet on GPUs beside TensorFlow: an opt-in side directory, used only after a probe passed.
 
-MXNet 1.9.1's only CUDA wheel, ``mxnet-cu117``, lacks the CUDA 11 libraries it links
-against. NVIDIA ships them as ``nvidia-*-cu11`` wheels, but TensorFlow's GPU build brings
-the CUDA 12 family and both write some of the same files, and the wheel's kernels stop at
-compute capability 8.6 without PTX: on an H100 it imports, then fails at its first kernel
-("no kernel image is available"), which can leave the process unusable. So the default
-GPU environment gives MXNet its CPU wheel, and MXNet on GPU is opt-in:
-``pip install --no-deps --target .mxnet-gpu`` into a side directory not on ``sys.path``.
-:func:`route` uses it only after a probe in a child process (``python -m
-helpers.mxnet_gpu_probe``: TensorFlow first, the CUDA 11 libraries, ``import mxnet``, tiny
-ops on ``gpu(0)``) passed: a crash costs that child, never the notebook's kernel. The
-verdict is cached in a temporary file keyed by the side directory, its modification time,
-the interpreter and ``CUDA_VISIBLE_DEVICES``, so every kernel and worker of a session
-reads one answer (kernels inherit nothing from each other, so not an environment variable).
+MXNet 1.9.1's CUDA wheel, ``mxnet-cu117``, lacks the CUDA 11 libraries it links against;
+their ``nvidia-*-cu11`` wheels overwrite files of TensorFlow's CUDA 12 ones, and its kernels
+stop at compute capability 8.6 without PTX (an H100 fails at the first kernel, "no kernel
+image is available"). So MXNet gets its CPU wheel by default, and on GPU it is opt-in: a side
+directory off ``sys.path`` (``pip install --no-deps --target .mxnet-gpu``), used only after a
+probe in a child process (:mod:`helpers.mxnet_gpu_probe`) passed, so that a crash costs the
+child, never the kernel. The verdict is cached in a temporary file keyed by the side
+directory, its modification time, the interpreter and ``CUDA_VISIBLE_DEVICES``: every kernel
+and worker of a session reads one answer.
 
 ``LD_LIBRARY_PATH`` is read once, when a process starts, so :func:`load_cuda_libraries`
 loads each CUDA 11 library by its full path before ``import mxnet``. A name already loaded

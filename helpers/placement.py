@@ -33,15 +33,8 @@ from helpers.output import Table
 class CapturedOutput:
     """Text written to each captured descriptor; filled in when the block ends."""
 
-    text: dict[int, str] = field(default_factory=dict)
-
-    @property
-    def stdout(self) -> str:
-        return self.text.get(1, "")
-
-    @property
-    def stderr(self) -> str:
-        return self.text.get(2, "")
+    stdout: str = ""
+    stderr: str = ""
 
 
 def _flush_everything() -> None:
@@ -84,7 +77,8 @@ def capture_fds(fds: tuple[int, ...] = (1, 2)) -> Iterator[CapturedOutput]:
             os.close(original)
         for fd, handle in files.items():
             handle.seek(0)
-            result.text[fd] = handle.read().decode("utf-8", errors="replace")
+            text = handle.read().decode("utf-8", errors="replace")
+            setattr(result, "stdout" if fd == 1 else "stderr", text)
             handle.close()
 
 
