@@ -1,24 +1,16 @@
 """Import MXNet and TensorFlow the way every notebook and worker process needs them.
 
-MXNet 1.9.1 (2022) is the last MXNet release (Apache Attic, 2023). Its metadata says
-``numpy<2``, yet its Python code reads only a few names numpy 2 removed (``np.PINF``,
-``np.alltrue``, ``np.compat``, stubs such as ``np.mirr``): the series installs it without
-that requirement and puts those names back before ``import mxnet`` in every process
-(:data:`NUMPY_NAMES_MXNET_READS`, found by scanning MXNet's sources; ``tests/test_numpy_fix.py``
-repeats the scan). MXNet reads two speed settings once, at import: OpenMP threads per operator
-(on x86 it takes half the processors, leaving half the cores idle without hyper-threading) and
-the kernels of its bundled OpenBLAS 0.3.13 (which falls back to generic SSE3 ones on recent
-CPUs). Unless the user set them, ``import_mxnet`` gives MXNet all physical cores and the best
-kernel set the CPU allows, only while MXNet loads (NumPy's OpenBLAS is loaded already and
-keeps its choice; no child inherits them); ``SERIES_MXNET_TUNING=0`` imports MXNet as
-installed. Which MXNet: the CPU wheel, or the CUDA build of the opt-in MXNet GPU route once
-its probe passed (:mod:`helpers.mxnet_gpu`); a GPU failure falls back to the CPU wheel with a
-paragraph saying why, never leaving a kernel without MXNet.
-
-TensorFlow's C++ start-up messages go to descriptor 2, captured and kept (:func:`startup_log`);
-``TF_CPP_MIN_LOG_LEVEL`` stays alone, since it would also hide the placement lines notebook 02
-reads. TensorFlow 2.16+ imports Keras eagerly, about 3 of the 7 s an import takes on 2 cores:
-worker programs without Keras skip it with ``import_tensorflow(keras=False)``.
+MXNet 1.9.1 (the last release) says ``numpy<2`` yet reads only a few names numpy 2 removed
+(``np.PINF``, ``np.alltrue``, ``np.compat``, stubs such as ``np.mirr``): they are put back
+before ``import mxnet`` in every process (:data:`NUMPY_NAMES_MXNET_READS`, from a scan of
+MXNet's sources that ``tests/test_numpy_fix.py`` repeats). MXNet reads two speed settings
+at import: OpenMP threads per operator (half the processors on x86) and its OpenBLAS
+kernels (generic SSE3 on recent CPUs); ``import_mxnet`` gives it all physical cores and the
+best safe kernels only while it loads (``SERIES_MXNET_TUNING=0``: as installed). The CUDA
+build is used only where the MXNet GPU route's probe passed (:mod:`helpers.mxnet_gpu`), else
+the CPU wheel, with a paragraph saying why. TensorFlow's C++ start-up chatter on descriptor
+2 is kept aside (:func:`startup_log`), not silenced by ``TF_CPP_MIN_LOG_LEVEL``, which would
+hide notebook 02's placement lines; ``keras=False`` skips its eager Keras import (3 of 7 s).
 """
 
 from __future__ import annotations
