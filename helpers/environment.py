@@ -1,17 +1,12 @@
-"""Check that the installed packages are the ones the series is pinned to.
+"""Check that the installed packages are the ones the series is pinned to, and diagnose the stack.
 
 A plain ``pip install tensorflow mxnet`` quietly installs mxnet 1.0.0.post1 (MXNet 1.9.1
 declares numpy < 2, TensorFlow 2.21 needs numpy >= 2.1, and pip backtracks to an ancient
-MXNet). Everything then fails later with confusing errors, so the series compares what
-is installed with ``requirements.txt`` and ``requirements-mxnet.txt`` (MXNet installs
-apart, with ``--no-deps``) up front and says how to repair it.
-
-On Colab and Kaggle the setup cell installs only what the notebooks run on (the
-``runtime`` extra of the series' package, plus MXNet), not the maintainers' tools that
-``requirements.txt`` also pins (JupyterLab, nbval, pytest, ruff ...): a tool that is
-missing there is reported as not needed, not as a broken pin. The extra gives numpy a
-range rather than a pin, so that a platform's numpy, already imported when the setup cell
-runs, can stay: a numpy inside that range is accepted.
+MXNet), and everything fails later with confusing errors: so the series compares what is
+installed with ``requirements.txt`` and ``requirements-mxnet.txt`` up front. On Colab and
+Kaggle the setup cell installs only the ``runtime`` extra of the series' package plus MXNet:
+a maintainers' tool missing there is not needed, and a platform's numpy inside the extra's
+range is accepted.
 """
 
 from __future__ import annotations
@@ -24,42 +19,32 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from helpers.frameworks import import_mxnet_from, import_tensorflow
+from packaging.specifiers import SpecifierSet
+
+from helpers.devices import gpu_cards, nvidia_smi
+from helpers.frameworks import import_mxnet, import_mxnet_from, import_tensorflow, mxnet_route
 from helpers.machine import package_version
-from helpers.mxnet_gpu import _last_line, load_cuda_libraries
+from helpers.mxnet_gpu import INSTALL_COMMAND, _last_line, load_cuda_libraries, runs_mxnet_kernels
 from helpers.output import Table
 
 REQUIREMENTS = Path(__file__).resolve().parent.parent / "requirements.txt"
 #: MXNet's pin, installed with ``pip install --no-deps -r`` (README: Why MXNet installs apart).
 MXNET_REQUIREMENTS = REQUIREMENTS.with_name("requirements-mxnet.txt")
 _PIN = re.compile(r"^([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?==([^\s;#]+)")
-DISTRIBUTION = "pdl-helpers"
 NOT_NEEDED = "not needed to run the notebooks"
 
 
 def read_pins(path: Path | str = REQUIREMENTS) -> dict[str, str]:
     """``{package: version}`` for every ``name==version`` line of a requirements file."""
-    file = Path(path)
-    if not file.exists():
-        raise FileNotFoundError(f"no requirements file at {file}")
-    pins = {}
-    for line in file.read_text().splitlines():
-        match = _PIN.match(line.strip())
-        if match:
-            pins[match.group(1).lower()] = match.group(2)
-    if not pins:
-        raise ValueError(f"{file} has no `name==version` lines")
-    return pins
+    return {m[1].lower(): m[2] for line in Path(path).read_text().splitlines()
+            if (m := _PIN.match(line.strip()))}
 
 
 def runtime_packages() -> dict[str, str]:
-    """The packages the notebooks run on, with the version range the series accepts: the
-    ``runtime`` extra of the installed series, and MXNet, which the setup cell adds apart.
-
-    Empty when the series' own package is not installed, so that every pin counts.
-    """
+    """The packages the notebooks run on, with the range the series accepts (the installed
+    series' ``runtime`` extra, and MXNet); empty without the series' package: every pin counts."""
     try:
-        requirements = metadata.requires(DISTRIBUTION) or []
+        requirements = metadata.requires("pdl-helpers") or []
     except metadata.PackageNotFoundError:
         return {}
     ranges = {"mxnet": ""}
@@ -72,19 +57,11 @@ def runtime_packages() -> dict[str, str]:
 
 
 def _within(version: str, allowed: str) -> bool:
-    from packaging.specifiers import SpecifierSet  # noqa: PLC0415  (TensorFlow needs it)
-
     return bool(allowed) and not allowed.startswith("==") and version in SpecifierSet(allowed)
 
 
 def pin_report(path: Path | str = REQUIREMENTS) -> Table:
-    """A table of each pin, the installed version and whether they agree.
-
-    ``requirements.txt`` comes with MXNet's pin from ``requirements-mxnet.txt``. Where only
-    the runtime is installed (Colab, Kaggle), a maintainers' tool that is missing is marked
-    as not needed, and a version inside the runtime extra's range (the platform's numpy)
-    is accepted.
-    """
+    """Each pin (``requirements.txt`` with MXNet's), the installed version, whether they agree."""
     runtime = runtime_packages()
     pins = read_pins(path)
     if Path(path) == REQUIREMENTS:
@@ -103,37 +80,26 @@ def pin_report(path: Path | str = REQUIREMENTS) -> Table:
 
 def broken_pins(path: Path | str = REQUIREMENTS) -> list[str]:
     """Human-readable problems, empty when every pin holds."""
-    return [
-        f"{package}: pinned {pinned}, installed {installed}"
-        for package, pinned, installed, ok in pin_report(path).rows
-        if ok is False
-    ]
+    return [f"{package}: pinned {pinned}, installed {installed}"
+            for package, pinned, installed, ok in pin_report(path).rows if ok is False]
 
 
 def diagnose() -> Table:
     """Each known way the stack breaks, checked on this machine, with the fix.
 
-    The classic failures: the wrong MXNet (pip's silent fallback to 1.0.0.post1), a numpy
-    older than TensorFlow 2.21 needs, a GPU machine whose driver is missing, and a GPU
-    machine where TensorFlow was installed as its CPU-only build. On GPU machines it also
-    says how MXNet runs (:func:`gpu_rows`).
+    The wrong MXNet (pip's silent fallback), a numpy older than TensorFlow 2.21 needs, a GPU
+    machine without its driver or with TensorFlow's CPU build, and how MXNet runs on GPUs.
     """
-    from helpers.devices import nvidia_smi  # noqa: PLC0415
-
     table = Table(["check", "status", "what to do"])
     mxnet_version = package_version("mxnet")
-    if mxnet_version == "1.9.1":
-        table.append(["MXNet version", "ok", "-"])
-    else:
-        table.append(["MXNet version", f"problem: {mxnet_version or 'missing'}",
-                      "pip install --no-deps -r requirements-mxnet.txt (or re-run `make test`)"])
+    table.append(["MXNet version", "ok", "-"] if mxnet_version == "1.9.1" else
+                 ["MXNet version", f"problem: {mxnet_version or 'missing'}",
+                  "pip install --no-deps -r requirements-mxnet.txt (or re-run `make test`)"])
     numpy_version = package_version("numpy") or "missing"
-    if _within(numpy_version, ">=2.1"):
-        table.append(["numpy version", "ok", "-"])
-    else:
-        table.append(["numpy version", f"problem: {numpy_version}",
-                      "the series runs on numpy 2 (TensorFlow 2.21 needs 2.1 or newer): "
-                      "pip install -r requirements.txt -c constraints/py3.X.txt (your Python)"])
+    table.append(["numpy version", "ok", "-"] if _within(numpy_version, ">=2.1") else
+                 ["numpy version", f"problem: {numpy_version}",
+                  "the series runs on numpy 2 (TensorFlow 2.21 needs 2.1 or newer): "
+                  "pip install -r requirements.txt -c constraints/py3.X.txt (your Python)"])
     broken = broken_pins()
     table.append(["all pins of requirements*.txt", "ok" if not broken else "problem: "
                   + "; ".join(broken), "-" if not broken else "pip install -r requirements.txt"])
@@ -143,45 +109,29 @@ def diagnose() -> Table:
                       "fine for the series (ci/laptop profile); on a GPU instance install the "
                       "NVIDIA driver, then requirements-gpu.txt"])
         return table
-    for row in gpu_rows(len(smi)):
-        table.append(row)
-    return table
-
-
-def gpu_rows(driver_gpus: int) -> list[list[str]]:
-    """The GPU part of :func:`diagnose`: TensorFlow's GPUs, their compute capability
-    against MXNet's CUDA build, and which MXNet this process runs and why."""
-    from helpers.devices import gpu_cards  # noqa: PLC0415
-    from helpers.frameworks import import_mxnet, mxnet_route  # noqa: PLC0415
-    from helpers.mxnet_gpu import INSTALL_COMMAND, runs_mxnet_kernels  # noqa: PLC0415
-
-    rows = [["NVIDIA driver", f"ok: {driver_gpus} GPU(s)", "-"]]
+    table.append(["NVIDIA driver", f"ok: {len(smi)} GPU(s)", "-"])
     cards = gpu_cards()
-    if not cards:
-        rows.append(["TensorFlow sees the GPUs", "problem: 0 GPUs",
-                     "install TensorFlow's CUDA build in its own environment: "
-                     "make lab REQUIREMENTS=requirements-gpu.txt"])
-    else:
-        rows.append(["TensorFlow sees the GPUs", f"ok: {len(cards)}", "-"])
+    table.append(["TensorFlow sees the GPUs", f"ok: {len(cards)}", "-"] if cards else
+                 ["TensorFlow sees the GPUs", "problem: 0 GPUs",
+                  "install TensorFlow's CUDA build in its own environment: "
+                  "make lab REQUIREMENTS=requirements-gpu.txt"])
     for card in {c.describe(): c for c in cards}.values():
         fits = runs_mxnet_kernels(card.capability)
-        verdict = {True: "has kernels for it", False: "has NO kernels for it",
-                   None: "unknown (no compute capability)"}[fits]
-        rows.append([f"MXNet's CUDA build on {card.name}", f"{verdict}",
-                     "-" if fits else "MXNet runs on the CPU on this GPU (see README, "
-                     "GPU instances)"])
+        table.append([f"MXNet's CUDA build on {card.name}", {
+            True: "has kernels for it", False: "has NO kernels for it",
+            None: "unknown (no compute capability)"}[fits],
+            "-" if fits else "MXNet runs on the CPU on this GPU (see README, GPU instances)"])
     route = mxnet_route()
-    mx = import_mxnet()
     if route.on_gpu:
-        rows.append(["MXNet build", f"ok: CUDA build, probe passed, "
-                     f"{mx.context.num_gpus()} GPU(s)", "-"])
+        table.append(["MXNet build", f"ok: CUDA build, probe passed, "
+                      f"{import_mxnet().context.num_gpus()} GPU(s)", "-"])
     elif route.verdict in ("not-installed", "disabled"):
-        rows.append(["MXNet build", "CPU wheel: MXNet computes on the CPU",
-                     f"optional, for MXNet on GPU: {INSTALL_COMMAND} (README, GPU instances)"])
+        table.append(["MXNet build", "CPU wheel: MXNet computes on the CPU",
+                      f"optional, for MXNet on GPU: {INSTALL_COMMAND} (README, GPU instances)"])
     else:
-        rows.append(["MXNet build", f"problem: CPU wheel, the GPU route failed ({route.verdict})",
-                     route.message()])
-    return rows
+        table.append(["MXNet build", f"problem: CPU wheel, the GPU route failed "
+                      f"({route.verdict})", route.message()])
+    return table
 
 
 # -- The MXNet GPU probe: ``python -m helpers.environment SIDE_DIR`` (see :mod:`helpers.mxnet_gpu`).
@@ -189,7 +139,6 @@ def gpu_rows(driver_gpus: int) -> list[list[str]]:
 # notebook's kernel; it prints its outcome as one JSON line (exit status 1 on failure).
 
 def probe(root: Path, report: dict[str, Any]) -> None:
-    """Run in the probe process: the same steps a notebook takes, noting each stage."""
     report.update(stage="tensorflow", cards=[])
     if importlib.util.find_spec("tensorflow") is not None:
         try:  # TensorFlow loads its CUDA 12 libraries first, as in the notebooks

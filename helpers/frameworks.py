@@ -1,24 +1,16 @@
 """Import MXNet and TensorFlow the way every notebook and worker process needs them.
 
-MXNet 1.9.1 (2022) is the last MXNet release. Its metadata says ``numpy<2``, yet its code
-reads only a few names numpy 2 removed (``np.PINF``, ``np.alltrue``, ``np.compat``,
-``np.mirr``, ...): the series installs it without that requirement and puts exactly those
-names back before ``import mxnet`` in *every* process (:data:`NUMPY_NAMES_MXNET_READS`,
-found by a scan of MXNet's sources that ``tests/test_numpy_fix.py`` repeats; notebook 00).
-
-MXNet's CPU speed depends on two settings read once, at import: OpenMP threads per
-operator (it assumes hyper-threading and takes half the processors) and the kernels of its
-bundled OpenBLAS 0.3.13 (which falls back to generic SSE3 on recent CPUs). Unless the user
-set them, ``import_mxnet`` gives it all physical cores and the best kernel set the CPU's
-flags allow, for MXNet's OpenBLAS alone, and removes both variables again so no other
-library or child inherits them (``SERIES_MXNET_TUNING=0``: MXNet as installed). Which
-MXNet: the CPU wheel, or the opt-in GPU build once a probe passed (:mod:`helpers.mxnet_gpu`);
-whatever fails there falls back to the CPU wheel with one paragraph saying why.
-
-TensorFlow's C++ start-up messages are captured during the quiet import and kept;
-``TF_CPP_MIN_LOG_LEVEL`` stays alone, since raising it would also hide the ``Executing op``
-lines the placement lessons read. ``import_tensorflow(keras=False)`` skips Keras's eager
-import (about 3 of 7 seconds on 2 cores) for worker programs that use none.
+MXNet 1.9.1 (the last release) says ``numpy<2`` yet reads only a few names numpy 2 removed
+(``np.PINF``, ``np.alltrue``, ``np.compat``, stubs such as ``np.mirr``): they are put back
+before ``import mxnet`` in every process (:data:`NUMPY_NAMES_MXNET_READS`, from a scan of
+MXNet's sources that ``tests/test_numpy_fix.py`` repeats). MXNet reads two speed settings
+at import: OpenMP threads per operator (half the processors on x86) and its OpenBLAS
+kernels (generic SSE3 on recent CPUs); ``import_mxnet`` gives it all physical cores and the
+best safe kernels only while it loads (``SERIES_MXNET_TUNING=0``: as installed). The CUDA
+build is used only where the MXNet GPU route's probe passed (:mod:`helpers.mxnet_gpu`), else
+the CPU wheel, with a paragraph saying why. TensorFlow's C++ start-up chatter on descriptor
+2 is kept aside (:func:`startup_log`), not silenced by ``TF_CPP_MIN_LOG_LEVEL``, which would
+hide notebook 02's placement lines; ``keras=False`` skips its eager Keras import (3 of 7 s).
 """
 
 from __future__ import annotations
@@ -35,6 +27,7 @@ from typing import Any
 
 import numpy
 
+from helpers import mxnet_gpu
 from helpers.machine import physical_cores, share_jit_cache, suggested_coretype
 from helpers.placement import capture_fds
 
@@ -126,13 +119,24 @@ def mxnet_tuning(environ: dict[str, str] | None = None) -> dict[str, str]:
 def import_mxnet() -> ModuleType:
     """Apply the numpy fix, import MXNet at full speed (see the module docstring), return it.
 
-    The CUDA build where the MXNet GPU route passed its probe, else the CPU wheel; a GPU
-    problem is explained (once, on stderr), never raised. Raises a RuntimeError that says
-    what to install if the wrong MXNet version is present.
+    A GPU problem is explained once, on stderr, never raised; the wrong MXNet version is.
     """
     apply_numpy_fix()
     if "mxnet" not in sys.modules:
-        _import_chosen_mxnet()
+        chosen = mxnet_gpu.route()
+        if chosen.on_gpu and chosen.side_dir:
+            root = Path(chosen.side_dir)
+            try:
+                mxnet_gpu.load_cuda_libraries(root)
+                import_mxnet_from(root)
+            except Exception as exc:  # noqa: BLE001  (the probe passed, this process did not)
+                for name in [m for m in sys.modules if m == "mxnet" or m.startswith("mxnet.")]:
+                    del sys.modules[name]
+                chosen = mxnet_gpu.record(mxnet_gpu.classify(1, "", f"{type(exc).__name__}: "
+                                                             f"{exc}", root))
+        if not chosen.on_gpu:
+            mxnet_gpu.announce(chosen)
+            import_mxnet_from(None)
     import mxnet  # noqa: PLC0415
 
     if not mxnet.__version__.startswith("1.9"):
@@ -143,41 +147,16 @@ def import_mxnet() -> ModuleType:
     return mxnet
 
 
-def _import_chosen_mxnet() -> None:
-    from helpers import mxnet_gpu  # noqa: PLC0415
-
-    chosen = mxnet_gpu.route()
-    if chosen.on_gpu and chosen.side_dir:
-        root = Path(chosen.side_dir)
-        try:
-            mxnet_gpu.load_cuda_libraries(root)
-            import_mxnet_from(root)
-        except Exception as exc:  # noqa: BLE001  (the probe passed, this process did not)
-            for name in [m for m in sys.modules if m == "mxnet" or m.startswith("mxnet.")]:
-                del sys.modules[name]
-            chosen = mxnet_gpu.classify(1, "", f"{type(exc).__name__}: {exc}", root)
-    if not chosen.on_gpu:
-        mxnet_gpu.announce(chosen)
-        import_mxnet_from(None)
-    mxnet_gpu.record(chosen)
-
-
 def import_mxnet_from(root: Path | None) -> ModuleType:
-    """Import MXNet with the speed settings of :func:`mxnet_tuning`: from the side
-    directory ``root`` of the MXNet GPU route, or this environment's MXNet when None.
-
-    :func:`import_mxnet` decides which; call this only to probe a build (its CUDA
-    libraries must be loaded first, :func:`helpers.mxnet_gpu.load_cuda_libraries`).
-    """
-    from helpers.mxnet_gpu import importable_from  # noqa: PLC0415
-
+    """Import MXNet with :func:`mxnet_tuning`'s settings, from the MXNet GPU route's side
+    directory ``root`` (its CUDA libraries loaded first) or this environment's when None."""
     apply_numpy_fix()
     added = mxnet_tuning()
     _mxnet_import["added"] = dict(added)
     with environment_while(added):  # only while MXNet loads: nothing else inherits them
         _mxnet_import["read"] = {k: os.environ[k] for k in MXNET_IMPORT_SETTINGS
                                  if os.environ.get(k)}
-        with importable_from(root) if root is not None else contextlib.nullcontext():
+        with mxnet_gpu.importable_from(root) if root else contextlib.nullcontext():
             import mxnet  # noqa: PLC0415  (the fix and the settings must come first)
     return mxnet
 
@@ -187,19 +166,16 @@ def environment_while(set_vars: Mapping[str, str] | None = None,
                       unset: Iterable[str] = ()) -> Iterator[None]:
     """Set ``set_vars`` and remove ``unset`` in this process's environment for the block.
 
-    Afterwards exactly those variables get their old values back (or are removed again);
-    whatever else changed meanwhile, e.g. a library that set a variable of its own while
-    it loaded, stays as it is. Children started inside the block inherit the changes.
+    Afterwards exactly those variables get their old values back; whatever else changed
+    meanwhile (a library that set a variable while it loaded) stays. Children started
+    inside the block inherit the changes.
     """
     set_vars, unset = dict(set_vars or {}), tuple(unset)
     saved = {k: os.environ.get(k) for k in {*set_vars, *unset}}
     try:
         for key in unset:
             os.environ.pop(key, None)
-        for key, value in set_vars.items():
-            if not isinstance(value, str):
-                raise ValueError(f"environment values are strings, not {value!r} for {key}")
-            os.environ[key] = value
+        os.environ.update(set_vars)
         yield
     finally:
         for key, value in saved.items():
@@ -209,47 +185,30 @@ def environment_while(set_vars: Mapping[str, str] | None = None,
                 os.environ[key] = value
 
 
-def mxnet_route() -> Any:
-    """How this process gets its MXNet: a :class:`helpers.mxnet_gpu.MXNetRoute`.
-
-    The route MXNet was imported with, or, before the import, the one it will take (which
-    may run the probe of the MXNet GPU route once for the session).
-    """
-    from helpers import mxnet_gpu  # noqa: PLC0415
-
-    return mxnet_gpu.used_route() or mxnet_gpu.route()
+def mxnet_route() -> mxnet_gpu.MXNetRoute:
+    """How this process gets its MXNet: the route it was imported with, or will be (which
+    may run the MXNet GPU route's probe once for the session)."""
+    return mxnet_gpu.route()
 
 
 def mxnet_import_settings() -> dict[str, dict[str, str]]:
-    """What MXNet read when this process imported it: ``{"read": {...}, "added": {...}}``.
-
-    ``read`` holds the speed settings in the environment at that moment, ``added`` the
-    ones :func:`import_mxnet` put there itself. Empty before MXNet is imported.
-    """
+    """What MXNet read when this process imported it: ``{"read": {...}, "added": {...}}``
+    (the speed settings in the environment then, and those :func:`import_mxnet` added)."""
     return {key: dict(value) for key, value in _mxnet_import.items()}
 
 
-def import_tensorflow(quiet: bool = True, keras: bool = True) -> ModuleType:
+def import_tensorflow(keras: bool = True) -> ModuleType:
     """Import TensorFlow and look up its physical devices once, keeping C++ chatter out.
 
-    The physical-device lookup is where CUDA is probed; it does not initialise the
-    runtime, so logical devices can still be configured afterwards.
-
-    ``keras=False``, in a process that has not imported TensorFlow yet, makes TensorFlow
-    skip its eager Keras import: it is told that Keras is the legacy ``tf_keras`` package
-    (``TF_USE_LEGACY_KERAS=1``), tries to import that, finds it missing and goes on.
-    ``tf.keras`` is then unusable in the process, so only programs without Keras ask for
-    it. Where ``tf_keras`` is installed the setting would load it instead, so it is left
-    alone there.
+    The lookup is where CUDA is probed (after :func:`share_jit_cache` set its cache); it does
+    not start the runtime, so logical devices can still be configured. ``keras=False``, before
+    TensorFlow's first import, says Keras is the legacy ``tf_keras`` (``TF_USE_LEGACY_KERAS=1``),
+    which is missing, so TensorFlow skips Keras and ``tf.keras`` is unusable in the process
+    (left alone where ``tf_keras`` is installed: it would load).
     """
-    if not keras and "tensorflow" not in sys.modules and not _tf_keras_installed():
+    if not keras and "tensorflow" not in sys.modules and \
+            importlib.util.find_spec("tf_keras") is None:
         os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-    if not quiet:
-        import tensorflow as tf  # noqa: PLC0415
-
-        share_jit_cache(tf)
-        tf.config.list_physical_devices()
-        return tf
     with capture_fds((2,)) as captured:
         import tensorflow as tf  # noqa: PLC0415
 
@@ -259,10 +218,6 @@ def import_tensorflow(quiet: bool = True, keras: bool = True) -> ModuleType:
         _startup_log.append(captured.stderr)
     tf.get_logger().setLevel("ERROR")
     return tf
-
-
-def _tf_keras_installed() -> bool:
-    return importlib.util.find_spec("tf_keras") is not None
 
 
 def startup_log() -> str:

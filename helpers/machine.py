@@ -1,22 +1,14 @@
 """What machine produced a measurement: CPU, cores, memory, GPUs, versions.
 
-The bottom of the package: the standard library and psutil only, imported by everything
-else and importing nothing of the series. It holds the CPU's facts (cores, instruction
-flags, and the OpenBLAS core type they allow), ``nvidia-smi``'s answers, and the CUDA
-JIT cache TensorFlow needs where it ships no kernels for a GPU.
-
-A timing means little without knowing it came from 2 shared cores or from eight GPUs,
-so every saved result, the ``make run`` report and the benchmarks record the machine
-beside their numbers, all from this one description. It is read from ``/proc``,
-``psutil``, ``nvidia-smi`` and the installed packages' metadata, never by importing
-TensorFlow or MXNet: describing the machine must not cost a framework's start-up, nor
-load a framework into a notebook that does not use it.
+The bottom of the package (standard library and psutil only): the CPU's facts (cores,
+instruction flags, the OpenBLAS core type they allow), ``nvidia-smi``'s answers and the CUDA
+JIT cache. A timing means little without knowing whether 2 shared cores or eight GPUs made
+it, so every saved result and report records :func:`describe_machine`, read from ``/proc``,
+psutil, nvidia-smi and package metadata, never by importing a framework (no start-up cost).
 
 At the same bottom: the checks of values a learner types (profiles, ``benchmark``,
-cluster constructors, worker flags), so a mistake is reported at once and in words, not
-as a framework's traceback minutes later. They refuse bools (``isinstance(True, int)``
-holds) and NaN or infinity; an optional ``hint`` says what to do where the range alone
-does not.
+cluster constructors, worker flags), reported at once and in words; they refuse bools
+(``isinstance(True, int)`` holds) and NaN or infinity.
 """
 
 from __future__ import annotations
@@ -34,9 +26,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-#: Packages whose versions a description lists (a CUDA build stands in for ``mxnet``).
+import psutil
+
 PACKAGES = ("tensorflow", "mxnet", "numpy", "nbval", "pytest")
-#: A CUDA build of MXNet stands in for the `mxnet` pin.
+#: A CUDA build of MXNet stands in for the ``mxnet`` pin.
 _ALIASES = {"mxnet": ("mxnet", "mxnet-cu117", "mxnet-cu112")}
 
 
@@ -50,27 +43,17 @@ def package_version(package: str) -> str | None:
     return None
 
 
-def cpu_model() -> str:
-    """The CPU's model name from ``/proc/cpuinfo``, else what :mod:`platform` knows."""
-    try:
+def _cpuinfo(key: str) -> str | None:
+    with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
+            if line.startswith(key):
                 return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return None
 
 
 def cpu_flags() -> set[str]:
     """The instruction-set flags of this CPU (Linux ``/proc/cpuinfo``; empty elsewhere)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return set()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            return set(line.split(":", 1)[1].split())
-    return set()
+    return set((_cpuinfo("flags") or "").split())
 
 
 def load_average() -> list[float] | None:
@@ -91,8 +74,6 @@ def cpu_cores() -> int:
 
 def physical_cores() -> int:
     """Cores this process may use, counting each physical core once (no hyper-threads)."""
-    import psutil  # noqa: PLC0415
-
     usable = cpu_cores()
     physical = psutil.cpu_count(logical=False) or usable
     logical = psutil.cpu_count(logical=True) or usable
@@ -120,12 +101,10 @@ def query_nvidia_smi(fields: str) -> list[list[str]] | None:
 
 
 def suggested_coretype(flags: set[str] | None = None) -> str | None:
-    """The best OpenBLAS kernel set this CPU's instruction sets allow, or None when unsure.
+    """The best OpenBLAS kernel set this CPU's flags allow (never one it cannot run), or None.
 
-    Asked for a set it was not built with, OpenBLAS takes the best one it has below it:
-    MXNet's OpenBLAS 0.3.13 answers ``SkylakeX`` with its ``Haswell`` kernels (AVX2 +
-    FMA), which every x86 CPU made since 2013 runs. Never a set the CPU cannot run, so
-    the answer is safe to force on this machine.
+    OpenBLAS takes the best set it has below one it was not built with: MXNet's 0.3.13
+    answers ``SkylakeX`` with its ``Haswell`` kernels (AVX2 + FMA).
     """
     flags = cpu_flags() if flags is None else flags
     if "avx512f" in flags:
@@ -137,8 +116,7 @@ def suggested_coretype(flags: set[str] | None = None) -> str | None:
     return None
 
 
-#: The CUDA driver's JIT cache size: the largest the CUDA Programming Guide allows (4 GiB;
-#: the default is 1 GiB, 256 MiB on older drivers).
+#: The largest CUDA JIT cache the CUDA Programming Guide allows (4 GiB; the default is 1 GiB).
 JIT_CACHE_MAXSIZE = str(2**32)
 
 
@@ -146,14 +124,11 @@ JIT_CACHE_MAXSIZE = str(2**32)
 def share_jit_cache(tf: Any) -> str:
     """Where TensorFlow has no SASS for a GPU, one big CUDA JIT cache for the series' processes.
 
-    TensorFlow 2.21 ships SASS for sm_60, sm_70, sm_80, sm_89 and only PTX (compute_90) for
-    an H100, which the driver JIT-compiles for minutes (tensorflow#60739, #62320) into a
-    cache too small by default (TF 2.3's release notes), so every process compiled again.
-    SASS for X.y runs on X.z, z >= y: a T4 (7.5) runs the 7.0 code. Sets ``CUDA_CACHE_PATH``
-    (``~/.cache/pdl-series/cuda``) and ``CUDA_CACHE_MAXSIZE`` unless set; CUDA reads them when
-    it starts, so :func:`import_tensorflow` calls this before TensorFlow looks for GPUs (the
-    capability comes from nvidia-smi), and later processes inherit them. Returns the banner's
-    line, '' when every GPU has SASS (or there is none).
+    TensorFlow 2.21 ships SASS for sm_60/70/80/89 and only PTX for an H100 (9.0), which the
+    driver JIT-compiles for minutes (tensorflow#60739) into a cache too small by default, so
+    every process compiled again (SASS for X.y runs on X.z, z >= y). Sets ``CUDA_CACHE_PATH``
+    (``~/.cache/pdl-series/cuda``) and ``CUDA_CACHE_MAXSIZE`` unless set, before CUDA starts
+    (``import_tensorflow`` calls it first; children inherit them). Returns the banner's line.
     """
     rows = [(r[0], *map(int, r[-1].split("."))) for r in query_nvidia_smi("name,compute_cap")
             or [] if re.fullmatch(r"\d+\.\d+", r[-1])]
@@ -176,11 +151,9 @@ def share_jit_cache(tf: Any) -> str:
 
 def describe_machine() -> dict[str, Any]:
     """Everything a result states about the machine, as plain JSON values."""
-    import psutil  # noqa: PLC0415  (pinned; only this function needs it)
-
     smi = query_nvidia_smi("index,name,memory.total")
     return {
-        "cpu": cpu_model(),
+        "cpu": _cpuinfo("model name") or platform.processor() or platform.machine(),
         "logical_cpus": cpu_cores(),
         "physical_cores": physical_cores(),
         "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),

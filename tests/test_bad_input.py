@@ -316,12 +316,12 @@ def missing_gpu_strategies():
     """Strategies over /gpu:7 on a machine without it, tried in a fresh process."""
     result = run_python("""
         from helpers import import_tensorflow
-        from helpers.devices import new_mirrored_strategy, replica_devices
+        from helpers.devices import mirrored_over, replica_devices
         tf = import_tensorflow()
         if tf.config.list_physical_devices("GPU"):
             print("SKIP")
             raise SystemExit
-        for name, attempt in [("mirrored", lambda: new_mirrored_strategy(["/gpu:7"])),
+        for name, attempt in [("mirrored", lambda: mirrored_over(["/gpu:7"], 1)),
                               ("one_device", lambda: replica_devices(
                                   tf.distribute.OneDeviceStrategy("/gpu:7")))]:
             try:

@@ -1,5 +1,8 @@
 """The troubleshooting check finds each known failure and names its fix."""
 
+import shutil
+import subprocess
+
 import pytest
 
 from helpers import environment
@@ -7,7 +10,7 @@ from helpers import environment
 
 @pytest.fixture
 def no_gpu(monkeypatch):
-    monkeypatch.setattr("helpers.devices.nvidia_smi", lambda: None)
+    monkeypatch.setattr("helpers.environment.nvidia_smi", lambda: None)
 
 
 def rows(table):
@@ -48,10 +51,10 @@ def _gpu_machine(monkeypatch, card, gpus, route, mxnet_gpus=0):
 
     tf = FakeTF(gpus, card)
     monkeypatch.setattr(devices, "import_tensorflow", lambda **_kw: tf)
-    monkeypatch.setattr(devices.shutil, "which", lambda exe: f"/usr/bin/{exe}")
-    monkeypatch.setattr(devices.subprocess, "run", fake_nvidia_smi(card, max(gpus, 2)))
-    monkeypatch.setattr("helpers.frameworks.mxnet_route", lambda: route)
-    monkeypatch.setattr("helpers.frameworks.import_mxnet", lambda: FakeMX(mxnet_gpus))
+    monkeypatch.setattr(shutil, "which", lambda exe: f"/usr/bin/{exe}")
+    monkeypatch.setattr(subprocess, "run", fake_nvidia_smi(card, max(gpus, 2)))
+    monkeypatch.setattr(environment, "mxnet_route", lambda: route)
+    monkeypatch.setattr(environment, "import_mxnet", lambda: FakeMX(mxnet_gpus))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
 
 

@@ -12,15 +12,18 @@ from __future__ import annotations
 import logging
 import math
 import os
+import shutil
+import subprocess
 import sys
 
 import pytest
 from gpu_fakes import CARDS, FakeMX, FakeTF, fake_nvidia_smi, mig_uuid
+from helpers.matpow import device_memory_mb
 
 from helpers import devices, frameworks
 from helpers.devices import reserve_mb
 from helpers.mxnet_gpu import MXNetRoute, runs_mxnet_kernels
-from helpers.profiles import PROFILES, device_memory_mb, get_profile, matpow_gpu_mb
+from helpers.profiles import PROFILES, get_profile, matpow_gpu_mb
 from helpers.tf_cluster import gpu_task_env
 
 SCENARIOS = [("none", 0)] + [(card, n) for card in CARDS for n in (1, 2, 4, 8)]
@@ -52,10 +55,9 @@ def machine(monkeypatch, card: str, gpus: int, route: MXNetRoute = CPU_WHEEL) ->
     card = card if card in CARDS else "T4"
     tf = FakeTF(gpus, card)
     monkeypatch.setattr(devices, "import_tensorflow", lambda **_kw: tf)
-    monkeypatch.setattr(devices, "import_tensorflow", lambda **_kw: tf)
-    monkeypatch.setattr(devices.shutil, "which",
+    monkeypatch.setattr(shutil, "which",
                         lambda exe: f"/usr/bin/{exe}" if gpus else None)
-    monkeypatch.setattr(devices.subprocess, "run", fake_nvidia_smi(card, gpus))
+    monkeypatch.setattr(subprocess, "run", fake_nvidia_smi(card, gpus))
     monkeypatch.setattr(devices, "mxnet_route", lambda: route)
     monkeypatch.setattr(devices, "cpu_cores", lambda: 8)
     monkeypatch.delenv(devices.GROWTH_ENV, raising=False)
@@ -206,7 +208,7 @@ def test_gpu_profile_without_a_driver_keeps_the_seed_sizes(monkeypatch):
 
 def test_gpu_cards_follow_cuda_visible_devices(monkeypatch):
     machine(monkeypatch, "A100-80GB", 2)  # TensorFlow sees 2 of the driver's 4 cards ...
-    monkeypatch.setattr(devices.subprocess, "run", fake_nvidia_smi("A100-80GB", 4, extra_mb=1))
+    monkeypatch.setattr(subprocess, "run", fake_nvidia_smi("A100-80GB", 4, extra_mb=1))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")  # ... the driver's 3 and 1, in that order
     cards = devices.gpu_cards()
     assert [(c.index, c.name, c.memory_mb, c.capability) for c in cards] == [
@@ -274,7 +276,7 @@ def test_gpu_jit_cache_is_set_before_cuda_starts(monkeypatch, jit_cache_home):
 
 def test_gpu_mig_a100_in_seven_slices_sizes_everything_from_one_slice(monkeypatch):
     tf = machine(monkeypatch, "A100-80GB", 1)  # CUDA enumerates one MIG slice per process
-    monkeypatch.setattr(devices.subprocess, "run",
+    monkeypatch.setattr(subprocess, "run",
                         fake_nvidia_smi("A100-80GB", 1, mig=("1g.10gb",) * 7))
     slice_mb = 10 * 10**9 // 2**20  # 9536 MiB, where memory.total says 81920
     for visible in (None, mig_uuid(0, 4)):
@@ -296,7 +298,7 @@ def test_gpu_mig_a100_in_seven_slices_sizes_everything_from_one_slice(monkeypatc
 
 def test_gpu_mig_h100_slices_of_different_sizes(monkeypatch, jit_cache_home):
     machine(monkeypatch, "H100", 1)  # 3g.40gb + 2g.20gb + 2 x 1g.10gb: all 8 memory slices
-    monkeypatch.setattr(devices.subprocess, "run", fake_nvidia_smi(
+    monkeypatch.setattr(subprocess, "run", fake_nvidia_smi(
         "H100", 1, mig=("3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb")))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", mig_uuid(0, 0))
     [card] = devices.gpu_cards()

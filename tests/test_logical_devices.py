@@ -7,13 +7,7 @@ Python process.
 import pytest
 from fresh_python import run_python
 
-from helpers.devices import (
-    DevicePlan,
-    spread_over_cards,
-    use_logical_cpus,
-    use_virtual_gpus,
-    virtual_gpu_budget,
-)
+from helpers.devices import DevicePlan, use_logical_cpus
 
 
 def test_same_count_twice_is_a_no_op_and_a_different_count_after_start_is_explained():
@@ -83,20 +77,11 @@ def test_bad_logical_cpu_counts(n):
         use_logical_cpus(n)
 
 
-def test_bad_virtual_gpu_memory():
-    with pytest.raises(ValueError, match="memory_mb"):
-        use_virtual_gpus(2, memory_mb=0)
-    with pytest.raises(ValueError, match="per device"):
-        virtual_gpu_budget(15360, 2, needed_mb=0)
-    with pytest.raises(ValueError, match="virtual GPUs per card"):
-        virtual_gpu_budget(15360, 0)
+def test_bad_gpu_memory_need():
+    from helpers.devices import plan_devices
 
-
-def test_spread_over_cards_takes_the_cards_in_turn():
-    counts, order = spread_over_cards(5, 2)
-    assert counts == [3, 2]  # TensorFlow numbers card 0's three, then card 1's two
-    assert order == [("/GPU:0", 0), ("/GPU:3", 1), ("/GPU:1", 0), ("/GPU:4", 1), ("/GPU:2", 0)]
-    assert spread_over_cards(2, 4) == ([1, 1, 0, 0], [("/GPU:0", 0), ("/GPU:1", 1)])
+    with pytest.raises(ValueError, match="gpu_memory_mb"):
+        plan_devices(2, gpu_memory_mb=0)
 
 
 def test_one_cpu_is_not_called_simulated():

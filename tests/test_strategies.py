@@ -7,16 +7,11 @@ run in a fresh Python process.
 import pytest
 from fresh_python import run_python as run_fresh
 
-from helpers.devices import (
-    mirrored_over,
-    new_mirrored_strategy,
-    replica_devices,
-)
+from helpers.devices import mirrored_over
 
 CPU_ONLY = """
 from helpers import import_tensorflow
-from helpers.devices import use_logical_cpus
-from helpers.devices import mirrored_over, replica_devices
+from helpers.devices import mirrored_over, replica_devices, use_logical_cpus
 tf = import_tensorflow()
 if tf.config.list_physical_devices("GPU"):
     print("SKIP")  # these cases are about machines without GPUs
@@ -73,12 +68,3 @@ def test_mirrored_over_rejects_bad_device_lists(devices, message):
     with pytest.raises(ValueError, match=message):
         mirrored_over(devices, 1)
 
-
-def test_new_mirrored_strategy_needs_a_device():
-    with pytest.raises(ValueError, match="at least one device"):
-        new_mirrored_strategy([])
-
-
-def test_replica_devices_rejects_what_is_not_a_strategy():
-    with pytest.raises(ValueError, match="tf.distribute.Strategy"):
-        replica_devices("MirroredStrategy")
