@@ -1,28 +1,14 @@
 """Who could reach a cluster's ports: this machine's addresses, and when to refuse to start.
 
-Neither distributed runtime of the series authenticates anyone:
-
-* TensorFlow's gRPC server listens on ``0.0.0.0:<port>`` (every IPv4 and IPv6 address)
-  whatever host ``TF_CONFIG`` names; no option changes it. A client that reaches the
-  port can run ops in the task, and so read and write files as the learner.
-* MXNet's ps-lite listens on ``DMLC_NODE_HOST`` (127.0.0.1 in the series' local
-  clusters, which is safe), but on several machines it must listen where the others
-  can reach it, and MXNet's servers unpickle the commands sent to them: the same risk.
-
-So the series looks at this machine's addresses (:func:`network_exposure`), leaving out
-loopback and link-local ones, and sorts them with Python's :mod:`ipaddress`: *public*
-(globally routable, ``is_global``) or *private* (RFC 1918, IPv6 ULA, carrier-grade NAT,
-documentation ranges: everything that is not global). Then, for a TensorFlow cluster,
-which cannot be told to listen on loopback only (:func:`check_exposure`):
-
-* loopback only: nothing to say;
-* private addresses only: the cluster starts, and a banner (once per process) names the
-  addresses and what to do if that network is not trusted;
-* a public address: starting is refused with :class:`ExposureError`, unless the caller
-  passes ``allow_external=True`` or the environment has ``SERIES_ALLOW_EXTERNAL=1``
-  (after firewalling the ports, on a private network or behind SSH tunnels).
-
-Notebooks print the same facts with :func:`network_banner`.
+Neither runtime of the series authenticates anyone. TensorFlow's gRPC server listens on
+every address (``0.0.0.0``, ``[::]``) whatever ``TF_CONFIG`` names, and whoever reaches
+a port can run code as the learner; MXNet's ps-lite listens on ``DMLC_NODE_HOST``
+(127.0.0.1 here) but its servers unpickle what they are sent. So this machine's
+addresses, loopback and link-local left out, are sorted with :mod:`ipaddress` into
+public (globally routable) and private ones. A TensorFlow cluster then starts quietly on
+a loopback-only machine, starts with a banner (once per process) on a private network,
+and is refused on a public address unless ``allow_external=True`` or
+``SERIES_ALLOW_EXTERNAL=1`` says its ports were made unreachable from outside.
 """
 
 from __future__ import annotations
@@ -35,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 #: Set to 1 to let a TensorFlow cluster start on a machine with a public address.
 ENV_VAR = "SERIES_ALLOW_EXTERNAL"
-_PORT_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
-_WIDTH = 92
 _warned = False
 
 
@@ -58,6 +44,19 @@ class Address:
         return f"{self.address} ({self.interface})"
 
 
+def _listed(addresses: tuple[Address, ...]) -> str:
+    return ", ".join(str(a) for a in addresses)
+
+
+def ephemeral_port_range() -> str:
+    """``32768-60999``: where the OS (and so the series) picks free ports, read from Linux."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return f"{int(low)}-{int(high)}"
+    except (OSError, ValueError):
+        return "in the ephemeral range"
+
+
 @dataclass(frozen=True)
 class NetworkExposure:
     """This machine's addresses other machines could use, public and private."""
@@ -75,9 +74,7 @@ class NetworkExposure:
     @property
     def level(self) -> str:
         """``public``, ``private`` or ``loopback`` (no address but the machine's own)."""
-        if self.public:
-            return "public"
-        return "private" if self.addresses else "loopback"
+        return "public" if self.public else "private" if self.addresses else "loopback"
 
     def banner(self) -> str:
         """A few lines: which addresses, what a cluster's ports are exposed to, what to do."""
@@ -97,53 +94,27 @@ class NetworkExposure:
             who = "any machine on that network"
             todo = f"If you do not trust that network, {protect}."
         paragraphs = [
-            head,
-            "TensorFlow's gRPC servers listen on every address (0.0.0.0, [::]) with no "
+            head, "TensorFlow's gRPC servers listen on every address (0.0.0.0, [::]) with no "
             f"authentication: while a cluster runs, {who} can connect to its ports and run "
-            "code as you.",
-            todo,
-            "(MXNet's ps-lite listens on 127.0.0.1 here: only this machine can reach it.)",
-        ]
-        lines = [line for text in paragraphs for line in textwrap.wrap(text, _WIDTH)]
+            "code as you.", todo,
+            "(MXNet's ps-lite listens on 127.0.0.1 here: only this machine can reach it.)"]
+        lines = [line for text in paragraphs for line in textwrap.wrap(text, 92)]
         width = max(len(line) for line in lines)
         return "\n".join(["=" * width, *lines, "=" * width])
 
 
-def _listed(addresses: tuple[Address, ...]) -> str:
-    return ", ".join(str(a) for a in addresses)
-
-
-def ephemeral_port_range() -> str:
-    """``32768-60999``: where the OS (and so the series) picks free ports, read from Linux."""
-    try:
-        low, high = _PORT_RANGE_FILE.read_text().split()
-        return f"{int(low)}-{int(high)}"
-    except (OSError, ValueError):
-        return "in the ephemeral range"
-
-
 def machine_addresses(interfaces: dict[str, list[Any]] | None = None) -> tuple[Address, ...]:
-    """This machine's addresses other machines could use (``psutil.net_if_addrs()``).
-
-    Loopback, link-local, multicast and unspecified addresses are left out: nobody else
-    can reach a port through them. ``interfaces`` replaces psutil's answer (for tests).
-    """
-    if interfaces is None:
-        import psutil  # noqa: PLC0415  (only this check needs it)
-
-        interfaces = psutil.net_if_addrs()
+    """This machine's addresses others could use (``psutil.net_if_addrs()``, or
+    ``interfaces`` in tests): loopback, link-local, multicast and unspecified left out."""
     found = []
-    for interface, entries in sorted(interfaces.items()):
+    for interface, entries in sorted((psutil.net_if_addrs() if interfaces is None
+                                            else interfaces).items()):
         for entry in entries:
             if entry.family not in (socket.AF_INET, socket.AF_INET6):
                 continue
-            try:
-                ip = ipaddress.ip_address(entry.address.split("%", 1)[0])
-            except ValueError:
-                continue
-            if ip.is_loopback or ip.is_link_local or ip.is_multicast or ip.is_unspecified:
-                continue
-            found.append(Address(interface, str(ip), ip.is_global))
+            ip = ipaddress.ip_address(entry.address.split("%", 1)[0])
+            if not (ip.is_loopback or ip.is_link_local or ip.is_multicast or ip.is_unspecified):
+                found.append(Address(interface, str(ip), ip.is_global))
     return tuple(found)
 
 
@@ -155,9 +126,7 @@ def network_exposure(interfaces: dict[str, list[Any]] | None = None) -> NetworkE
 def network_banner() -> NetworkExposure:
     """Print what other machines could reach on this one while a cluster runs; return it.
 
-    For the top of every notebook that starts a cluster: on a machine with a public
-    address it says that TensorFlow clusters will not start without ``allow_external``.
-    Once shown, clusters of this process do not print it again.
+    For the top of every notebook that starts a cluster; clusters then do not repeat it.
     """
     global _warned
     exposure = network_exposure()
@@ -166,23 +135,16 @@ def network_banner() -> NetworkExposure:
     return exposure
 
 
-def external_allowed(allow_external: bool = False) -> bool:
-    """True if the caller or ``$SERIES_ALLOW_EXTERNAL`` (``1``) accepts a public address."""
-    if not isinstance(allow_external, bool):
-        raise ValueError(f"allow_external must be True or False, not {allow_external!r}")
-    return allow_external or os.environ.get(ENV_VAR, "").strip() == "1"
-
-
 def check_exposure(allow_external: bool = False, what: str = "this TensorFlow cluster",
                    exposure: NetworkExposure | None = None) -> NetworkExposure:
     """Refuse (:class:`ExposureError`) or warn before starting servers that listen everywhere.
 
-    Public address and not allowed: refused, with why and what to do. Otherwise, if
-    the machine has any reachable address, the banner is printed once per process.
+    A public address is refused unless ``allow_external`` or ``$SERIES_ALLOW_EXTERNAL`` is
+    ``1``; any other reachable address prints the banner, once per process.
     """
     global _warned
-    allowed = external_allowed(allow_external)
     exposure = exposure if exposure is not None else network_exposure()
+    allowed = allow_external or os.environ.get(ENV_VAR, "").strip() == "1"
     if exposure.level == "public" and not allowed:
         raise ExposureError(
             f"{what} was not started: this machine has a public address "
@@ -191,8 +153,7 @@ def check_exposure(allow_external: bool = False, what: str = "this TensorFlow cl
             "could run code as you while the cluster runs. Make the ports unreachable from "
             f"outside first (a firewall that drops incoming connections to ports "
             f"{ephemeral_port_range()}, a private network or VPN, or SSH tunnels), then pass "
-            f"allow_external=True or set {ENV_VAR}=1."
-        )
+            f"allow_external=True or set {ENV_VAR}=1.")
     if exposure.level != "loopback" and not _warned:
         print(exposure.banner())
         _warned = True

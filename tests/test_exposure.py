@@ -121,7 +121,7 @@ def test_network_banner_prints_the_machines_exposure(monkeypatch, capsys):
 
 @pytest.mark.parametrize("value", ["yes", 1, None])
 def test_allow_external_must_be_a_bool(value):
-    with pytest.raises(ValueError, match="allow_external must be True or False"):
+    with pytest.raises(ValueError, match="allow_external must be one of False, True"):
         LocalTFCluster("json.tool", workers=1, allow_external=value)
 
 
@@ -158,4 +158,4 @@ def test_an_mxnet_cluster_on_a_reachable_host_follows_the_same_rule(monkeypatch)
     _as(CLOUD_VM, monkeypatch)
     with cluster, pytest.raises(ExposureError, match=r"LocalMXCluster \(host "):
         cluster.start()
-    assert cluster.pids() == {}
+    assert cluster.group.processes == {}
