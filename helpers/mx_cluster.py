@@ -1,13 +1,10 @@
 """Run MXNet's parameter server (ps-lite) as real processes on this machine.
 
-A ``dist_sync`` or ``dist_async`` kvstore is one scheduler (registers everyone, hands out
-ranks, runs barriers), servers (hold the parameters, sum the pushes) and workers (the
-training program), which find each other through ``DMLC_*`` variables, the same on one
-machine or many. With ``DMLC_ROLE`` set to ``scheduler`` or ``server``, ``import mxnet``
-serves until every worker has finished and then exits, so those roles run the tiny
-program ``helpers.workers.mx_server``. ps-lite has no authentication and MXNet's servers
-unpickle what workers send: here every process listens on 127.0.0.1; on several machines
-run it only on a private network, a VPN or SSH tunnels.
+A scheduler, servers and workers find each other through ``DMLC_*`` variables, the same
+on one machine or many. With ``DMLC_ROLE`` set to ``scheduler`` or ``server``, ``import
+mxnet`` serves until every worker has finished, so those roles run the tiny program
+``helpers.workers.mx_server``. ps-lite has no authentication and its servers unpickle
+what workers send: here every process listens on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -35,7 +32,6 @@ from helpers.processes import (
     free_port,
     holders_note,
     poll_until,
-    port_accepts,
     python_module_command,
 )
 from helpers.workers.mx_worker import READY, RESULT_PREFIX, parse_results
@@ -46,11 +42,8 @@ TRAIN_MODULE = "helpers.workers.mx_train"
 
 def dmlc_env(role: str, scheduler_host: str, scheduler_port: int, servers: int, workers: int,
              node_host: str | None = None, verbose: int = 0) -> dict[str, str]:
-    """The ``DMLC_*`` variables of one process of a ps-lite cluster.
-
-    ``node_host`` is the address this process advertises to the others (its machine's);
-    ``verbose`` sets ``PS_VERBOSE`` (1 logs registration and barriers, 2 every message).
-    """
+    """The ``DMLC_*`` variables of one process: ``node_host`` is the address it advertises
+    to the others, ``verbose`` sets ``PS_VERBOSE`` (1 logs registration, 2 every message)."""
     env = {"DMLC_ROLE": role, "DMLC_PS_ROOT_URI": scheduler_host,
            "DMLC_PS_ROOT_PORT": str(scheduler_port), "DMLC_NUM_SERVER": str(servers),
            "DMLC_NUM_WORKER": str(workers), "DMLC_NODE_HOST": node_host or scheduler_host}
@@ -60,11 +53,8 @@ def dmlc_env(role: str, scheduler_host: str, scheduler_port: int, servers: int, 
 def shell_commands(module: str, scheduler_host: str, scheduler_port: int,
                    server_hosts: Sequence[str], worker_hosts: Sequence[str],
                    args: Sequence[str] = (), python: str = "python") -> list[str]:
-    """One shell line per process to start the same cluster on several machines.
-
-    Run each on the machine it names, in any order (processes wait for the scheduler),
-    on a private network only: anyone who reaches these ports can run code there.
-    """
+    """One shell line per process to start the same cluster on several machines, run in
+    any order, on a private network only (anyone who reaches the ports can run code)."""
     if not server_hosts or not worker_hosts:
         raise ValueError("a ps-lite cluster needs at least one server host and one worker host")
     plan = [("scheduler", scheduler_host, SERVER_MODULE)]
@@ -78,13 +68,6 @@ def shell_commands(module: str, scheduler_host: str, scheduler_port: int,
         words += [shlex.quote(a) for a in args] if role == "worker" else []
         lines.append(f"# on {host} ({role})\n{' '.join(words)}")
     return lines
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(socket.gethostbyname(host)).is_loopback
-    except (OSError, ValueError):
-        return False
 
 
 class LocalMXCluster(LocalCluster):
@@ -158,7 +141,8 @@ class LocalMXCluster(LocalCluster):
         notebook does other work; its ``wait()`` reports any process that failed meanwhile."""
         if self.group.processes:
             raise RuntimeError("this cluster was started already; make a new LocalMXCluster")
-        if not _is_loopback(self.host):
+        address = socket.getaddrinfo(self.host, None)[0][4][0].split("%")[0]
+        if not ipaddress.ip_address(address).is_loopback:
             check_exposure(self.allow_external, f"this LocalMXCluster (host {self.host})")
         self.port = self.port or free_port(self.host)
         self.group.claim_ports([self.port], "this LocalMXCluster")
@@ -172,11 +156,8 @@ class LocalMXCluster(LocalCluster):
 
     def start(self, wait_for_workers: bool = True) -> float:
         """Start every process; return seconds until the cluster has formed (the scheduler
-        listening and, with ``wait_for_workers``, every worker ready).
-
-        A process that exits first raises RuntimeError with the end of its log,
-        ``ready_timeout`` raises TimeoutError; either way every process is ended.
-        """
+        listening or, with ``wait_for_workers``, every worker ready). A process that exits
+        first (RuntimeError) or ``ready_timeout`` (TimeoutError) ends every process."""
         begin = time.monotonic()
         try:
             self.launch()
@@ -188,8 +169,7 @@ class LocalMXCluster(LocalCluster):
                 if wait_for_workers and all(READY in p.log() for p in workers):
                     return True  # a short job may have ended since: wait() says how
                 self._raise_if_any_exited()
-                return not wait_for_workers and port_accepts(self.port, self.host) and (
-                    self.port in {p for _, p in scheduler.listening()})
+                return not wait_for_workers and scheduler.listens_on(self.port, self.host)
 
             what = "the cluster formed (every worker ready)" if wait_for_workers else "listening"
             self.group.wait_until(scheduler, formed, self.ready_timeout, what)
@@ -200,27 +180,17 @@ class LocalMXCluster(LocalCluster):
         return self.ready_seconds
 
     def _raise_if_any_exited(self) -> None:
-        """While forming, any exit is fatal: the others would wait for it forever."""
+        """While forming, any exit is fatal (but a very short worker may be done already)."""
         for name, proc in self.group.processes.items():
-            if proc.alive or (self.role_of(name) == "worker" and READY in proc.log()):
-                continue  # a very short program may finish before the others are checked
-            holders = holders_note(self.port, self.group.family_pids())
-            note = (f" Its port {self.port} is taken{holders}: another cluster on the same "
-                    "port? Stop it, or leave port=None to get a free one."
-                    if name == "scheduler" and holders else "")
-            raise RuntimeError(
-                f"{name} ({self.role_of(name)}) {describe_exit(proc.returncode)} before the "
-                "cluster formed; the other processes would wait for it forever, so every "
-                f"process of the cluster was ended.{note} End of its log "
-                f"({proc.log_path.name}):\n{proc.log_tail()}")
+            if not (proc.alive or (self.role_of(name) == "worker" and READY in proc.log())):
+                self._fail(name, proc.returncode, " before the cluster formed")
 
     def wait(self, tasks: list[str] | None = None, timeout: float = 120.0) -> dict[str, int]:
         """Wait for ``tasks`` to exit (by default the whole job); return their exit codes.
 
-        Every role is watched, whichever ``tasks`` are waited for: a worker that fails, or
-        a server or the scheduler that ends while workers still run, raises RuntimeError
-        at once naming it, after ending every process (the others would block in the next
-        barrier, push or pull forever). TimeoutError names the laggards.
+        Every role is watched: a worker that fails, or a server or the scheduler that ends
+        while workers still run, is named at once (RuntimeError) after ending every process,
+        since the others would block forever. TimeoutError names the laggards.
         """
         require_number("timeout (seconds)", timeout, above=0)
         if not self.group.processes:
@@ -242,27 +212,21 @@ class LocalMXCluster(LocalCluster):
 
         def late() -> str:
             running = [n for n in chosen if self.group.processes[n].returncode is None]
-            return (f"still running after {timeout:g} s: {', '.join(running)}"
-                    f"{self._traceback_hint(workers)}")
+            return f"still running after {timeout:g} s: {', '.join(running)}"
 
         return poll_until(check, timeout, late)
 
-    def _fail(self, name: str, code: int, during: str) -> None:
+    def _fail(self, name: str, code: int | None, during: str) -> None:
         proc = self.group.processes[name]
+        holders = holders_note(self.port) if name == "scheduler" else ""
+        note = (f" Its port {self.port} is taken{holders}: another cluster on the same port? "
+                "Stop it, or leave port=None to get a free one." if holders else "")
         self.stop()
         raise RuntimeError(
             f"{name} ({self.role_of(name)}) {describe_exit(code)}{during}. The other "
             "processes could only wait for it forever, so every process of the cluster has "
-            f"been ended (stop()). End of its log ({proc.log_path.name}):\n{proc.log_tail()}")
-
-    def _traceback_hint(self, names: list[str]) -> str:
-        """A worker that raised but could not exit (see helpers.workers.mx_worker.connect)."""
-        for name in names:
-            proc = self.group.processes[name]
-            if proc.alive and "Traceback (most recent call last)" in proc.log():
-                return (f"\n{name} raised an exception but is stuck in MXNet's shutdown "
-                        f"barrier; end of its log:\n{proc.log_tail()}")
-        return ""
+            f"been ended (stop()).{note} End of its log ({proc.log_path.name}):\n"
+            f"{proc.log_tail()}")
 
     def restart(self, tasks: str | list[str]) -> float:
         """Not possible with ps-lite: the scheduler hands out ranks once, at start-up."""

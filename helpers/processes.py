@@ -1,17 +1,12 @@
 """Start, watch and always end the processes of a local cluster; what its clusters share.
 
-Every multi-process lesson needs the same discipline, so it lives here once. Ports are
-picked free at run time, never one that another running cluster of this process uses.
-Each process runs in its own process group with its output in a log file. Ready is
-checked (the task's own process listens, a line in its log), never assumed after a
-``sleep``, and every wait (:func:`poll_until`) has a timeout and names a process that
-died meanwhile, with the end of its log. A :class:`ProcessGroup` ends what it started
-when its ``with`` block ends (success, error, timeout, ``KeyboardInterrupt``), at
-interpreter exit and, through Linux's parent-death signal, when the kernel is killed.
-
-Never a signal to a stranger: a group is signalled only while its leader is our child
-that has not been *reaped* (until then its pid cannot be reused), and a task is reaped
-only after a SIGKILL to its group has ended whatever it left behind.
+Each process runs in its own process group, its output in a log file. Ready is checked
+(the task's own process listens, a line in its log), never assumed after a ``sleep``,
+and every wait (:func:`poll_until`) has a timeout and names a process that died, with
+its log's end. A :class:`ProcessGroup` ends what it started when its ``with`` block ends
+(however it ends), at exit, and through Linux's parent-death signal when the kernel is
+killed. A group is signalled only while its leader is our unreaped child (until then its
+pid cannot be reused), and reaped only after a SIGKILL has ended what it left behind.
 """
 
 from __future__ import annotations
@@ -21,7 +16,6 @@ import concurrent.futures
 import contextlib
 import importlib.util
 import os
-import queue
 import re
 import shutil
 import signal
@@ -29,7 +23,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
@@ -40,7 +33,6 @@ from typing import TypeVar
 import psutil
 
 from helpers.checks import require_number
-from helpers.output import Table
 
 T = TypeVar("T")
 
@@ -48,19 +40,14 @@ T = TypeVar("T")
 MAX_LOCAL_TASKS = 64
 LOCAL_TASKS_HINT = ("a local cluster runs every task on this machine; for more, run the worker "
                     "programs on several machines")
-#: How many log folders of ended processes stay in the temporary directory (the newest).
-KEEP_RUNS = 10
 
 _LIVE_GROUPS: weakref.WeakSet[ProcessGroup] = weakref.WeakSet()
 
 
 def poll_until(check: Callable[[], T | None], timeout: float, late: Callable[[], str],
                interval: float = 0.05) -> T:
-    """Every wait of the series: call ``check`` until it returns something other than None.
-
-    ``check`` raises to stop early (a process died: say which, with its log); after
-    ``timeout`` seconds ``TimeoutError(late())`` says what never happened.
-    """
+    """Every wait of the series: call ``check`` until it returns something other than None;
+    it raises to stop early (a process died), and ``TimeoutError(late())`` ends the wait."""
     deadline = time.monotonic() + timeout
     while (result := check()) is None:
         if time.monotonic() > deadline:
@@ -89,23 +76,19 @@ def check_host(host: object) -> str:
 
 def port_accepts(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bool:
     """True when something accepts TCP connections on ``host:port``."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=timeout):
+        return True
+    return False
 
 
 def port_bindable(port: int, host: str = "127.0.0.1") -> bool:
     """True when a server could listen on ``port`` now (``SO_REUSEADDR``, as gRPC binds:
     the TIME_WAIT connections of a task just killed do not count as taken)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock, contextlib.suppress(OSError):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
+        sock.bind((host, port))
+        return True
+    return False
 
 
 def ensure_port_free(port: object, host: str = "127.0.0.1") -> int:
@@ -118,17 +101,14 @@ def ensure_port_free(port: object, host: str = "127.0.0.1") -> int:
     return port
 
 
-def holders_note(port: int, exclude_pids: Iterable[int] = ()) -> str:
-    """`` (held by pid 123 (python ...))``: who else listens on ``port``, for messages."""
-    skip, holders = set(exclude_pids), set()
+def holders_note(port: int) -> str:
+    """`` (held by pid 123 (python ...))``: who listens on ``port``, for messages."""
+    holders = set()
     with contextlib.suppress(psutil.Error, OSError):
         for c in psutil.net_connections(kind="tcp"):
-            if c.status == psutil.CONN_LISTEN and c.laddr.port == port and c.pid not in skip:
-                try:
-                    holders.add(f"pid {c.pid} ({' '.join(psutil.Process(c.pid).cmdline())[:120]})"
-                                if c.pid else "another user's process")
-                except psutil.Error:
-                    holders.add(f"pid {c.pid}")
+            if c.status == psutil.CONN_LISTEN and c.laddr.port == port:
+                holders.add(f"pid {c.pid} ({' '.join(psutil.Process(c.pid).cmdline())[:120]})"
+                            if c.pid else "another user's process")
     return f" (held by {', '.join(sorted(holders))})" if holders else ""
 
 
@@ -171,44 +151,25 @@ ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
 if os.getppid() != int(sys.argv[1]):
     sys.exit(1)
 os.execvp(sys.argv[2], sys.argv[2:])"""
-_launch_lock = threading.Lock()
-_launch_queue: tuple[int, queue.SimpleQueue] = (0, queue.SimpleQueue())
-
-
-def _serve(jobs: queue.SimpleQueue) -> None:
-    while True:
-        future, args, kwargs = jobs.get()
-        try:
-            future.set_result(subprocess.Popen(args, **kwargs))
-        except BaseException as error:  # noqa: BLE001  (handed to the caller)
-            future.set_exception(error)
+_launcher: tuple[int, concurrent.futures.ThreadPoolExecutor | None] = (0, None)
 
 
 def _popen(args: list[str], **kwargs: object) -> subprocess.Popen:
     """Popen from one long-lived thread: the parent-death signal follows the *thread* that
     forked, so a child started from a short-lived thread would die with that thread."""
-    global _launch_queue
+    global _launcher
     if sys.platform.startswith("linux"):
         args = [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(os.getpid()), *args]
-    future: concurrent.futures.Future = concurrent.futures.Future()
-    with _launch_lock:
-        if _launch_queue[0] != os.getpid():  # first use, or a forked child: no thread yet
-            _launch_queue = (os.getpid(), queue.SimpleQueue())
-            threading.Thread(target=_serve, args=(_launch_queue[1],), daemon=True,
-                             name="cluster-launcher").start()
-        _launch_queue[1].put((future, args, kwargs))
-    interrupt = None
-    while True:  # an interrupt now must not lose a process that is being started
-        try:
-            popen = future.result()
-            break
-        except KeyboardInterrupt as error:
-            interrupt = error
-    if interrupt is not None:
-        popen.kill()
+    if _launcher[0] != os.getpid():  # first use, or a forked child: no thread yet
+        _launcher = (os.getpid(), concurrent.futures.ThreadPoolExecutor(1, "cluster-launcher"))
+    future = _launcher[1].submit(subprocess.Popen, args, **kwargs)
+    try:
+        return future.result()
+    except KeyboardInterrupt:  # the process is being started: end it, do not lose it
+        popen = future.result()
+        os.killpg(popen.pid, signal.SIGKILL)
         popen.wait()
-        raise interrupt
-    return popen
+        raise
 
 
 @dataclass
@@ -253,33 +214,29 @@ class ManagedProcess:
 
     def signal_group(self, sig: int) -> bool:
         """Send ``sig`` to the process group, only while its leader is our unreaped child."""
-        if self.reaped:
-            return False
-        try:
-            os.killpg(self.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            return False
-        return True
+        if not self.reaped:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, sig)
+                return True
+        return False
+
+    def listens_on(self, port: int, host: str = "127.0.0.1") -> bool:
+        """Ready: this very process listens on ``port``, not merely "something answers"."""
+        return port_accepts(port, host) and port in {p for _, p in self.listening()}
 
     def listening(self) -> list[tuple[str, int]]:
-        """``(ip, port)`` this process and its children listen on, read from the kernel."""
-        found: set[tuple[str, int]] = set()
-        if self.has_exited():
-            return []
-        with contextlib.suppress(psutil.NoSuchProcess):
-            root = psutil.Process(self.pid)
-            for proc in [root, *root.children(recursive=True)]:
-                with contextlib.suppress(psutil.Error):
-                    found |= {(c.laddr.ip, c.laddr.port) for c in proc.net_connections("tcp")
-                              if c.status == psutil.CONN_LISTEN}
-        return sorted(found)
+        """``(ip, port)`` this very process listens on, read from the kernel's socket tables."""
+        with contextlib.suppress(psutil.Error):
+            if not self.has_exited():
+                return sorted({(c.laddr.ip, c.laddr.port) for c in psutil.Process(
+                    self.pid).net_connections("tcp") if c.status == psutil.CONN_LISTEN})
+        return []
 
     def log(self) -> str:
         """Everything the process printed so far (stdout and stderr together)."""
-        try:
+        with contextlib.suppress(FileNotFoundError):
             return self.log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
+        return ""
 
     def log_tail(self, lines: int = 20) -> str:
         return "\n".join(self.log().splitlines()[-lines:])
@@ -313,17 +270,7 @@ class ProcessGroup:
         self.stop()
 
     def running(self) -> list[str]:
-        """Names of the processes that have not ended."""
         return [n for n, p in self.processes.items() if not p.has_exited()]
-
-    def family_pids(self) -> set[int]:
-        """Pids of the running processes of this group and of their children."""
-        pids = set()
-        for proc in self.processes.values():
-            with contextlib.suppress(psutil.NoSuchProcess):
-                if not proc.has_exited():
-                    pids |= {proc.pid, *(c.pid for c in psutil.Process(proc.pid).children(True))}
-        return pids
 
     def claim_ports(self, ports: Iterable[int], what: str) -> None:
         """Hold ``ports`` for this group; ValueError if a running group of ours holds one.
@@ -375,9 +322,8 @@ class ProcessGroup:
 
     def wait_for_port(self, proc: ManagedProcess, port: int, timeout: float = 60.0) -> float:
         """Wait until ``proc`` itself listens on ``port`` (not merely "something answers")."""
-        return self.wait_until(
-            proc, lambda: port_accepts(port) and port in {p for _, p in proc.listening()},
-            timeout, f"listening on {port}")
+        return self.wait_until(proc, lambda: proc.listens_on(port), timeout,
+                               f"listening on {port}")
 
     def wait(self, names: Iterable[str] | None = None, timeout: float = 120.0) -> dict[str, int]:
         """Wait for processes to exit; return their codes. RuntimeError as soon as one fails
@@ -431,7 +377,7 @@ def _stop_all_groups() -> None:
         group.stop(grace=0.5)
 
 
-def prune_log_folders(root: Path | str, keep: int = KEEP_RUNS) -> list[Path]:
+def prune_log_folders(root: Path | str, keep: int = 10) -> list[Path]:
     """Remove all but the ``keep`` newest log folders that groups of ended processes made
     under ``root`` (a running notebook may still read its own); return those removed."""
     runs = []
@@ -474,7 +420,7 @@ def describe_exit(code: int | None) -> str:
 class LocalCluster:
     """Tasks started as real processes on this machine and ended with the ``with`` block.
 
-    Subclasses set ``self.group`` and define :meth:`task_names`, :meth:`table` and ``start``.
+    Subclasses set ``self.group`` and define :meth:`task_names`, ``table`` and ``start``.
     """
 
     #: A framework's own log lines (TensorFlow's ``I0000 ...] ...``), left out on request.
@@ -485,9 +431,6 @@ class LocalCluster:
     group: ProcessGroup
 
     def task_names(self) -> list[str]:
-        raise NotImplementedError
-
-    def table(self) -> Table:
         raise NotImplementedError
 
     def state(self, task: str) -> str:
@@ -501,7 +444,6 @@ class LocalCluster:
         return {t: codes.get(t) for t in self.task_names()}
 
     def alive(self) -> list[str]:
-        """Tasks whose process is running now."""
         return [t for t in self.task_names() if self._alive(t)]
 
     def listening_on(self, task: str) -> str:
@@ -511,10 +453,6 @@ class LocalCluster:
         return ", ".join((f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}")
                          + (" (every address)" if ip in ("0.0.0.0", "::") else "")
                          for ip, port in (proc.listening() if proc else []))
-
-    def pids(self) -> dict[str, int]:
-        """Process id of every task started so far (the latest run of a restarted task)."""
-        return {t: p.pid for t, p in self.group.processes.items()}
 
     def logs(self) -> dict[str, str]:
         """Everything each task printed (stdout and stderr together)."""

@@ -1,11 +1,8 @@
 """A TensorFlow cluster of real processes on one machine, each task told its place by ``TF_CONFIG``.
 
-TensorFlow does not care whether its tasks run on eight machines or on one: each is a
-process with a gRPC server at ``host:port`` that reads the whole cluster, and its own
-place in it, from ``TF_CONFIG``. So a lesson starts the very programs that would run on
-real machines, here on ``127.0.0.1`` with one free port each. A TensorFlow task listens
-on every address, unauthenticated, whatever ``TF_CONFIG`` says: :meth:`LocalTFCluster.start`
-refuses a machine with a public address unless allowed (:mod:`helpers.exposure`).
+Every task is a process with a gRPC server at ``host:port`` that reads the whole cluster
+from ``TF_CONFIG``, on eight machines or on one: a lesson starts the very programs that
+would run on real machines, here on ``127.0.0.1`` with one free port each.
 """
 
 from __future__ import annotations
@@ -67,13 +64,11 @@ def tf_config(cluster: dict[str, list[str]], task_type: str, task_index: int) ->
 
 
 def gpu_task_env(gpus: int, chief: int = 0) -> TaskEnv:
-    """A ``task_env`` that gives each computing task its own GPU when there are enough.
+    """A ``task_env`` giving the chief (if ``chief=1``), then worker 0, 1, ... the GPUs in
+    turn (shared when fewer), growing their memory as needed; parameter servers get none.
 
-    Several TensorFlow processes on one machine would otherwise all claim every GPU. The
-    chief (if ``chief=1``), then worker 0, 1, ... take the GPUs in turn (sharing when
-    there are fewer), with ``TF_FORCE_GPU_ALLOW_GROWTH`` so none reserves a whole card;
-    parameter servers see none. The GPUs are those this process may use: entries of an
-    inherited ``CUDA_VISIBLE_DEVICES`` (set by the user or SLURM), if any.
+    Several TensorFlow processes would otherwise all claim every GPU. An inherited
+    ``CUDA_VISIBLE_DEVICES`` (the user's, SLURM's) limits the GPUs handed out.
     """
     inherited = os.environ.get("CUDA_VISIBLE_DEVICES")
     visible = ([str(i) for i in range(gpus)] if inherited is None
@@ -159,13 +154,9 @@ class LocalTFCluster(LocalCluster):
 
     # -- running -------------------------------------------------------------------
     def start(self, tasks: list[str] | None = None) -> float:
-        """Start ``tasks`` (all by default); return the seconds until each one's process
-        listens on its port (per task in ``ready_seconds``).
-
-        Refused on a machine with a public address unless allowed, and when a port is
-        taken. A task that exits first (RuntimeError) or is not ready within
-        ``ready_timeout`` (TimeoutError) stops the whole cluster, with its log's end.
-        """
+        """Start ``tasks`` (all by default); return seconds until each one's process listens
+        (per task in ``ready_seconds``). A task that exits first (RuntimeError) or is not
+        ready within ``ready_timeout`` (TimeoutError) stops the cluster, with its log's end."""
         chosen = self._chosen(tasks)
         running = [t for t in chosen if self._alive(t)]
         if running:
@@ -203,7 +194,7 @@ class LocalTFCluster(LocalCluster):
         def check() -> bool | None:
             for task in list(pending):
                 proc, port = self.group.processes[task], self.port(task)
-                if port_accepts(port, self.host) and port in {p for _, p in proc.listening()}:
+                if proc.listens_on(port, self.host):
                     self.ready_seconds[task] = time.monotonic() - began
                     pending.remove(task)
                 elif not proc.alive:
@@ -228,15 +219,12 @@ class LocalTFCluster(LocalCluster):
         if not port_accepts(port, self.host):
             return ""
         return (f"; its port {port} is held by another process"
-                f"{holders_note(port, self.group.family_pids())}, which answered in its place: "
+                f"{holders_note(port)}, which answered in its place: "
                 "end that process, or build a new LocalTFCluster (it picks free ports)")
 
     def wait(self, tasks: list[str] | None = None, timeout: float = 120.0) -> dict[str, int]:
-        """Wait until ``tasks`` (all by default) exit; return their exit codes.
-
-        RuntimeError as soon as one fails (the others would usually wait for it forever),
-        TimeoutError naming those still running. Neither stops the other tasks.
-        """
+        """Wait until ``tasks`` (all by default) exit; return their exit codes. RuntimeError
+        as soon as one fails, TimeoutError naming those still running; neither stops the rest."""
         require_number("timeout (seconds)", timeout, above=0)
         chosen = self._chosen(tasks)
         for task in chosen:
@@ -255,9 +243,6 @@ class LocalTFCluster(LocalCluster):
         for task in chosen:
             if self._alive(task):
                 self.group.kill(task, signal.SIGKILL)
-        poll_until(lambda: all(port_bindable(self.port(t), self.host) for t in chosen) or None,
-                   10.0, lambda: f"a port of {', '.join(chosen)} is still in use 10 s after "
-                   "its task ended; end the process holding it")
         return self.start(chosen)
 
     def _log(self, task: str) -> str:

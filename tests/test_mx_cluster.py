@@ -234,7 +234,7 @@ def test_dist_sync_push_pull_across_two_workers_and_two_servers(tmp_path):
 def test_a_job_that_ends_before_start_looks_counts_as_formed(monkeypatch):
     # Seen on a quick machine: the whole push-pull job, scheduler included, had exited
     # before start() first polled the scheduler's port. Never accepting reproduces that.
-    monkeypatch.setattr("helpers.mx_cluster.port_accepts", lambda *args, **kwargs: False)
+    monkeypatch.setattr("helpers.processes.port_accepts", lambda *args, **kwargs: False)
     with LocalMXCluster(PUSHPULL, workers=2, servers=1,
                         args=["--rounds", "1", "--sizes-kb", "4"]) as cluster:
         assert cluster.start() > 0

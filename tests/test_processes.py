@@ -236,7 +236,6 @@ def test_a_stranger_on_the_port_is_not_readiness():
         with pytest.raises(RuntimeError, match="exited with code 0 before listening"):
             group.wait_for_port(proc, port, timeout=20)  # something answers, but not it
         assert f"held by pid {os.getpid()} " in holders_note(port)
-        assert holders_note(port, exclude_pids=[os.getpid()]) == ""
 
 
 # -- ports two clusters of one process might share ----------------------------------------------
