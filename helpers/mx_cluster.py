@@ -210,11 +210,7 @@ class LocalMXCluster(LocalCluster):
                     self._fail(name, codes[name], during if still else "")
             return None if any(codes[n] is None for n in chosen) else {n: codes[n] for n in chosen}
 
-        def late() -> str:
-            running = [n for n in chosen if self.group.processes[n].returncode is None]
-            return f"still running after {timeout:g} s: {', '.join(running)}"
-
-        return poll_until(check, timeout, late)
+        return poll_until(check, timeout, lambda: self.group.laggards(chosen, timeout))
 
     def _fail(self, name: str, code: int | None, during: str) -> None:
         proc = self.group.processes[name]

@@ -314,11 +314,8 @@ class ProcessGroup:
                                    f"{what}; end of its log:\n{proc.log_tail()}")
             return None
 
-        def late() -> str:
-            return (f"{proc.name} did not reach '{what}' within {timeout:g} s; "
-                    f"end of its log:\n{proc.log_tail()}")
-
-        return poll_until(check, timeout, late)
+        return poll_until(check, timeout, lambda: f"{proc.name} did not reach '{what}' within "
+                          f"{timeout:g} s; end of its log:\n{proc.log_tail()}")
 
     def wait_for_port(self, proc: ManagedProcess, port: int, timeout: float = 60.0) -> float:
         """Wait until ``proc`` itself listens on ``port`` (not merely "something answers")."""
@@ -338,11 +335,13 @@ class ProcessGroup:
                                        f"log:\n{self.processes[name].log_tail()}")
             return None if None in codes.values() else codes
 
-        def late() -> str:
-            running = [n for n in chosen if self.processes[n].returncode is None]
-            return f"still running after {timeout:g} s: {', '.join(running)}"
+        return poll_until(check, timeout, lambda: self.laggards(chosen, timeout))
 
-        return poll_until(check, timeout, late)
+    def laggards(self, names: Iterable[str], timeout: float) -> str:
+        """What a wait for ``names`` that timed out says: who still runs, and their logs' end."""
+        running = [n for n in names if self.processes[n].returncode is None]
+        return (f"still running after {timeout:g} s: {', '.join(running)}; end of their logs:"
+                + "".join(f"\n--- {n}:\n{self.processes[n].log_tail(10)}" for n in running))
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         """Send ``sig`` to one process's group (fault injection: a worker that dies)."""

@@ -50,8 +50,12 @@ def test_process_that_dies_before_ready_is_reported_with_its_log():
 
 def test_wait_times_out_naming_the_laggard_and_stop_cleans_up():
     with ProcessGroup("t") as group:
-        group.start("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"])
-        with pytest.raises(TimeoutError, match="sleeper"):
+        group.start("sleeper", [sys.executable, "-c", "print('zzz', flush=True); "
+                                                      "import time; time.sleep(60)"])
+        group.wait_until(group.processes["sleeper"], lambda: "zzz" in group.processes[
+            "sleeper"].log(), 20, "printing")
+        with pytest.raises(TimeoutError, match=r"still running after 0.5 s: sleeper; end of "
+                                               r"their logs:\n--- sleeper:\nzzz"):
             group.wait(timeout=0.5)
     assert group.exit_codes()["sleeper"] is not None
 
