@@ -1,18 +1,10 @@
 """Run MXNet's parameter server (ps-lite) as real processes on this machine.
 
-A scheduler, servers and workers find each other through ``DMLC_*`` variables (notebook 09
-teaches the roles). With ``DMLC_ROLE`` set to ``scheduler`` or ``server``, ``import mxnet``
-serves until every worker has finished and never returns, so those roles run
-:mod:`helpers.workers.mx_worker`'s ``main`` and workers run the program being taught;
-:func:`shell_commands` prints the same cluster for several machines (what MXNet's
-``tools/launch.py``, not in the pip wheel, does over ssh).
-
-:class:`LocalMXCluster` is a :class:`helpers.processes.ProcessGroup`: a free port, ready
-when the scheduler listens and every worker printed
-:data:`helpers.workers.mx_worker.READY` (MXNet lets it only once all have registered), a
-timeout on every wait, every role watched, one log each, all ended with the ``with`` block.
-Security: ps-lite has no authentication and its servers *unpickle* what workers send, so
-every process listens on ``DMLC_NODE_HOST`` = 127.0.0.1 (README, Security).
+A scheduler, servers and workers find each other through ``DMLC_*`` variables, the same
+on one machine or many. With ``DMLC_ROLE`` set to ``scheduler`` or ``server``, ``import
+mxnet`` serves until every worker has finished, so those roles run
+``python -m helpers.workers.mx_worker`` (its ``main``). ps-lite has no authentication and
+its servers unpickle what workers send: here every process listens on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -26,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from helpers.exposure import check_exposure, external_allowed
+from helpers.exposure import check_exposure
 from helpers.machine import require_choice, require_int, require_number
 from helpers.output import Table
 from helpers.processes import (
@@ -35,101 +27,57 @@ from helpers.processes import (
     LocalCluster,
     ProcessGroup,
     check_host,
-    check_port,
     describe_exit,
     ensure_port_free,
     free_port,
     holders_note,
     poll_until,
-    port_accepts,
     python_module_command,
 )
 from helpers.workers.mx_worker import READY, RESULT_PREFIX, parse_results
 
-ROLES = ("scheduler", "server", "worker")
 SERVER_MODULE = "helpers.workers.mx_worker"
+TRAIN_MODULE = "helpers.workers.mx_train"
 
 
-def _check_count(value: int, what: str, maximum: int | None = None) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(
-            f"a ps-lite cluster needs at least one {what}: the number of {what}s must be "
-            f"an int >= 1, not {value!r}"
-        )
-    require_int(f"the number of {what}s", value, 1, maximum,
-                LOCAL_TASKS_HINT if maximum == MAX_LOCAL_TASKS else "")
+def dmlc_env(role: str, scheduler_host: str, scheduler_port: int, servers: int, workers: int,
+             node_host: str | None = None, verbose: int = 0) -> dict[str, str]:
+    """The ``DMLC_*`` variables of one process: ``node_host`` is the address it advertises
+    to the others, ``verbose`` sets ``PS_VERBOSE`` (1 logs registration, 2 every message)."""
+    env = {"DMLC_ROLE": role, "DMLC_PS_ROOT_URI": scheduler_host,
+           "DMLC_PS_ROOT_PORT": str(scheduler_port), "DMLC_NUM_SERVER": str(servers),
+           "DMLC_NUM_WORKER": str(workers), "DMLC_NODE_HOST": node_host or scheduler_host}
+    return {**env, "PS_VERBOSE": str(verbose)} if verbose else env
 
 
-def dmlc_env(
-    role: str, scheduler_host: str, scheduler_port: int, servers: int, workers: int,
-    node_host: str | None = None, verbose: int = 0,
-) -> dict[str, str]:
-    """The ``DMLC_*`` variables for one process of a ps-lite cluster.
-
-    ``node_host`` is the address this process advertises to the others (its own
-    machine's address); ``verbose`` sets ``PS_VERBOSE`` (1 logs registration, barriers
-    and shutdown; 2 logs every message).
-    """
-    if role not in ROLES:
-        raise ValueError(f"role must be one of {ROLES}, not {role!r}")
-    _check_count(servers, "server")
-    _check_count(workers, "worker")
-    check_port(scheduler_port, "the scheduler port")
-    if verbose not in (0, 1, 2):
-        raise ValueError(f"verbose (PS_VERBOSE) is 0, 1 or 2, not {verbose!r}")
-    env = {
-        "DMLC_ROLE": role,
-        "DMLC_PS_ROOT_URI": scheduler_host,
-        "DMLC_PS_ROOT_PORT": str(scheduler_port),
-        "DMLC_NUM_SERVER": str(servers),
-        "DMLC_NUM_WORKER": str(workers),
-        "DMLC_NODE_HOST": node_host or scheduler_host,
-    }
-    if verbose:
-        env["PS_VERBOSE"] = str(verbose)
-    return env
-
-
-def shell_commands(
-    module: str, scheduler_host: str, scheduler_port: int, server_hosts: Sequence[str],
-    worker_hosts: Sequence[str], args: Sequence[str] = (), python: str = "python",
-) -> list[str]:
-    """One shell line per process to start the same cluster on several machines.
-
-    Run each line on the machine it names (ssh, a batch scheduler, or by hand), in any
-    order: processes wait for the scheduler. Every machine needs the same environment
-    and a copy of the worker program; the workers see their data shard through their rank.
-
-    Security: ps-lite has no authentication and MXNet's servers unpickle the commands
-    sent to them, so anyone who reaches these ports can run code on the machines. Run
-    the lines only on a private network, a VPN or SSH tunnels, with the ports open only
-    between these hosts (never on a public address).
-    """
+def shell_commands(module: str, scheduler_host: str, scheduler_port: int,
+                   server_hosts: Sequence[str], worker_hosts: Sequence[str],
+                   args: Sequence[str] = (), python: str = "python") -> list[str]:
+    """One shell line per process to start the same cluster on several machines, run in
+    any order, on a private network only (anyone who reaches the ports can run code)."""
     if not server_hosts or not worker_hosts:
         raise ValueError("a ps-lite cluster needs at least one server host and one worker host")
-    counts = {"servers": len(server_hosts), "workers": len(worker_hosts)}
     plan = [("scheduler", scheduler_host, SERVER_MODULE)]
     plan += [("server", host, SERVER_MODULE) for host in server_hosts]
     plan += [("worker", host, module) for host in worker_hosts]
     lines = []
     for role, host, program in plan:
-        env = dmlc_env(role, scheduler_host, scheduler_port, counts["servers"],
-                       counts["workers"], node_host=host)
-        assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-        extra = " ".join(shlex.quote(a) for a in args) if role == "worker" else ""
-        command = f"{assignments} {python} -m {program} {extra}".rstrip()
-        lines.append(f"# on {host} ({role})\n{command}")
+        env = dmlc_env(role, scheduler_host, scheduler_port, len(server_hosts),
+                       len(worker_hosts), node_host=host)
+        words = [f"{k}={shlex.quote(v)}" for k, v in env.items()] + [python, "-m", program]
+        words += [shlex.quote(a) for a in args] if role == "worker" else []
+        lines.append(f"# on {host} ({role})\n{' '.join(words)}")
     return lines
 
 
 class LocalMXCluster(LocalCluster):
     """A scheduler, ``servers`` servers and ``workers`` workers on one machine.
 
-    ``module`` is the worker program, run as ``python -m module *args``; it must call
-    :func:`helpers.frameworks.import_mxnet` first and join with
-    :func:`helpers.workers.mx_worker.connect`. ``threads`` sets ``OMP_NUM_THREADS`` in every
-    process (None leaves MXNet's default), so several workers on a few cores share
-    them predictably instead of each starting one thread per core.
+    ``module`` is the worker program, run as ``python -m module *args``; it joins with
+    :func:`helpers.workers.mx_worker.connect`. ``threads`` sets ``OMP_NUM_THREADS`` in
+    every process (None: MXNet's default), so workers on a few cores share them. Ready
+    means the scheduler's own process listens and every worker printed
+    :data:`~helpers.workers.mx_worker.READY` (MXNet lets it only once all have registered).
     """
 
     #: ps-lite's and MXNet's own log lines: ``[12:00:00] ../src/van.cc:310: ...``.
@@ -143,66 +91,41 @@ class LocalMXCluster(LocalCluster):
         port: int | None = None, host: str = "127.0.0.1", ready_timeout: float = 90.0,
         verbose: int = 1, threads: int | None = 1, allow_external: bool = False,
     ) -> None:
-        _check_count(workers, "worker", MAX_LOCAL_TASKS)
-        _check_count(servers, "server", MAX_LOCAL_TASKS)
-        require_number("ready_timeout (seconds)", ready_timeout, above=0)
+        require_int("the number of workers", workers, 1, MAX_LOCAL_TASKS, LOCAL_TASKS_HINT)
+        require_int("the number of servers", servers, 1, MAX_LOCAL_TASKS, LOCAL_TASKS_HINT)
+        self.ready_timeout = require_number("ready_timeout (seconds)", ready_timeout, above=0)
         require_choice("verbose (PS_VERBOSE)", verbose, (0, 1, 2))
+        self.allow_external = require_choice("allow_external", allow_external, (False, True))
         if threads is not None:
-            _check_count(threads, "thread", 1024)
+            require_int("the number of threads", threads, 1, 1024)
         if isinstance(args, str) or not all(isinstance(a, str) for a in args):
             raise ValueError(f"args is a list of str (command-line arguments), not {args!r}")
-        if env is not None and not (isinstance(env, dict) and all(
-                isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
-            raise ValueError("env must be a dict of str -> str (environment variables)")
         dmlc = sorted(k for k in env or {} if k.startswith("DMLC_"))
         if dmlc:
             raise ValueError(f"env sets {', '.join(dmlc)}, but the cluster sets the DMLC_* "
                              "variables itself; pass workers=, servers=, port= or host= instead")
-        check_host(host)
-        external_allowed(allow_external)
-        self.allow_external = allow_external
+        self.host = check_host(host)
+        self.port = ensure_port_free(port, host) if port is not None else None
         self.worker_command = python_module_command(module, *args)
         self.server_command = python_module_command(SERVER_MODULE)
-        if port is not None:
-            ensure_port_free(port, host)
-        self.module, self.workers, self.servers = module, workers, servers
-        self.args, self.host, self.port = list(args), host, port
-        self.ready_timeout, self.verbose = ready_timeout, verbose
+        self.module, self.workers, self.servers, self.verbose = module, workers, servers, verbose
         self.extra_env = dict(env or {})
         if threads is not None:
             self.extra_env.setdefault("OMP_NUM_THREADS", str(threads))
         self.group = ProcessGroup("mxnet-cluster", log_dir)
         self.ready_seconds: float | None = None
 
-    # -- description -----------------------------------------------------------------
-    @property
-    def log_dir(self) -> Path:
-        return self.group.log_dir
+    @staticmethod
+    def role_of(task: str) -> str:
+        return task.split("-")[0]
 
     def task_names(self) -> list[str]:
         """``scheduler``, ``server-0``..., ``worker-0``... (worker i is not rank i)."""
         return (["scheduler"] + [f"server-{i}" for i in range(self.servers)]
                 + [f"worker-{i}" for i in range(self.workers)])
 
-    @staticmethod
-    def role_of(task: str) -> str:
-        return task.split("-")[0]
-
-    def env_for(self, task: str) -> dict[str, str]:
-        """The ``DMLC_*`` variables task ``task`` runs with (needs the port: after start)."""
-        if task not in self.task_names():
-            raise ValueError(f"no task {task!r}; tasks are {self.task_names()}")
-        if self.port is None:
-            raise RuntimeError("the scheduler port is picked by start(); call it first")
-        return dmlc_env(self.role_of(task), self.host, self.port, self.servers, self.workers,
-                        node_host=self.host, verbose=self.verbose)
-
     def table(self) -> Table:
-        """One row per process: role, pid, program, state, where it listens and its log file.
-
-        ``listening on`` is read from the kernel (psutil): the scheduler on the cluster's
-        port, servers and workers on ports ps-lite picks, all on ``host``.
-        """
+        """One row per process: role, pid, program, state, where it listens and its log file."""
         table = Table(["task", "DMLC_ROLE", "pid", "program", "state", "listening on", "log"])
         for name in self.task_names():
             proc = self.group.processes.get(name)
@@ -214,194 +137,113 @@ class LocalMXCluster(LocalCluster):
 
     # -- life cycle ------------------------------------------------------------------
     def launch(self) -> None:
-        """Start every process and return at once, without waiting for anything.
-
-        For a job that should get ready while this program does other work; its
-        ``wait()`` (or ``wait_for_log``) then reports any process that failed meanwhile.
-        The exposure and port checks of :meth:`start` apply.
-        """
+        """Start every process and return at once: for a job that gets ready while the
+        notebook does other work; its ``wait()`` reports any process that failed meanwhile."""
         if self.group.processes:
             raise RuntimeError("this cluster was started already; make a new LocalMXCluster")
-        if not _is_loopback(self.host):
+        address = socket.getaddrinfo(self.host, None)[0][4][0].split("%")[0]
+        if not ipaddress.ip_address(address).is_loopback:
             check_exposure(self.allow_external, f"this LocalMXCluster (host {self.host})")
-        if self.port is None:
-            self.port = free_port(self.host)
+        self.port = self.port or free_port(self.host)
         self.group.claim_ports([self.port], "this LocalMXCluster")
         ensure_port_free(self.port, self.host)
         for name in self.task_names():
-            command = self.worker_command if self.role_of(name) == "worker" else self.server_command
-            self.group.start(name, command, {**self.extra_env, **self.env_for(name)})
+            role = self.role_of(name)
+            self.group.start(name, self.worker_command if role == "worker" else
+                             self.server_command, {**self.extra_env, **dmlc_env(
+                                 role, self.host, self.port, self.servers, self.workers,
+                                 verbose=self.verbose)})
 
     def start(self, wait_for_workers: bool = True) -> float:
-        """Start every process; return seconds until the cluster has formed.
-
-        Ready means the scheduler's own process listens on the port and (with
-        ``wait_for_workers``) every worker has printed
-        :data:`~helpers.workers.mx_worker.READY`, i.e. MXNet has registered all servers
-        and workers. A process that exits first raises RuntimeError with the end of its
-        log; ``ready_timeout`` raises TimeoutError. Either way every process is ended.
-        A port already used by another running cluster of this process is refused.
-        """
+        """Start every process; return seconds until the cluster has formed (the scheduler
+        listening or, with ``wait_for_workers``, every worker ready). A process that exits
+        first (RuntimeError) or ``ready_timeout`` (TimeoutError) ends every process."""
         begin = time.monotonic()
         try:
             self.launch()
-            self._wait_formed(wait_for_workers)
+            scheduler = self.group.processes["scheduler"]
+            workers = [self.group.processes[n] for n in self.task_names()
+                       if self.role_of(n) == "worker"]
+
+            def formed() -> bool:
+                if wait_for_workers and all(READY in p.log() for p in workers):
+                    return True  # a short job may have ended since: wait() says how
+                self._raise_if_any_exited()
+                return not wait_for_workers and scheduler.listens_on(self.port, self.host)
+
+            what = "the cluster formed (every worker ready)" if wait_for_workers else "listening"
+            self.group.wait_until(scheduler, formed, self.ready_timeout, what)
         except BaseException:
-            self.group.mark_failed()
             self.stop()
             raise
         self.ready_seconds = time.monotonic() - begin
         return self.ready_seconds
 
-    def _wait_formed(self, wait_for_workers: bool) -> None:
-        scheduler = self.group.processes["scheduler"]
-        workers = [p for n, p in self.group.processes.items() if self.role_of(n) == "worker"]
-
-        def formed() -> bool:
-            if wait_for_workers and all(READY in p.log() for p in workers):
-                # Every worker saw the whole cluster. A short job may already have ended
-                # (scheduler included) by the time this is checked; wait() reports how.
-                return True
-            self._raise_if_any_exited(ignore_ready=True)
-            return not wait_for_workers and port_accepts(self.port, self.host) and (
-                self.port in {p for _, p in scheduler.listening()})
-
-        what = "the cluster formed (every worker ready)" if wait_for_workers else "listening"
-        self.group.wait_until(scheduler, formed, self.ready_timeout, what)
-
-    def _raise_if_any_exited(self, ignore_ready: bool) -> None:
-        """While forming, any exit is fatal: the others would wait for it forever."""
+    def _raise_if_any_exited(self) -> None:
+        """While forming, any exit is fatal (but a very short worker may be done already)."""
         for name, proc in self.group.processes.items():
-            if proc.alive:
-                continue
-            if ignore_ready and self.role_of(name) == "worker" and READY in proc.log():
-                continue  # a very short program may finish before the others are checked
-            note = ""
-            if name == "scheduler":
-                holders = holders_note(self.port, self.group.family_pids())
-                if holders:
-                    note = (f" Its port {self.port} is taken{holders}: another cluster on the "
-                            "same port? Stop it, or leave port=None to get a free one.")
-            raise RuntimeError(
-                f"{name} ({self.role_of(name)}) {describe_exit(proc.returncode)} before the "
-                f"cluster formed; the other processes would wait for it forever, so every "
-                f"process of the cluster was ended.{note} "
-                f"End of its log ({proc.log_path.name}):\n{proc.log_tail()}"
-            )
+            if not (proc.alive or (self.role_of(name) == "worker" and READY in proc.log())):
+                self._fail(name, proc.returncode, " before the cluster formed")
 
     def wait(self, tasks: list[str] | None = None, timeout: float = 120.0) -> dict[str, int]:
-        """Wait for ``tasks`` to exit; by default the whole job: the workers, then the
-        servers and the scheduler (which end once every worker has finished).
+        """Wait for ``tasks`` to exit (by default the whole job); return their exit codes.
 
-        Every process of the cluster is watched, whichever ``tasks`` are waited for. A
-        worker that fails, or a server or the scheduler that ends while workers still
-        run, raises RuntimeError at once naming it; since the others would block in the
-        next barrier, push or pull forever, every process is then ended (``stop()``), and
-        the message says so. TimeoutError names the laggards after ``timeout`` seconds
-        (and leaves the processes to the ``with`` block).
+        Every role is watched: a worker that fails, or a server or the scheduler that ends
+        while workers still run, is named at once (RuntimeError) after ending every process,
+        since the others would block forever. TimeoutError names the laggards.
         """
-        timeout = require_number("timeout (seconds)", timeout, above=0)
+        require_number("timeout (seconds)", timeout, above=0)
         if not self.group.processes:
             raise RuntimeError("nothing to wait for: call start() first")
         chosen = self._chosen(tasks)
-        names = self.task_names()
-        support = [n for n in names if self.role_of(n) != "worker"]
-        workers = [n for n in names if self.role_of(n) == "worker"]
+        workers = [n for n in self.task_names() if self.role_of(n) == "worker"]
+        support = [n for n in self.task_names() if n not in workers]
 
         def check() -> dict[str, int] | None:
-            # Servers and the scheduler first, so that a worker seen running afterwards
+            # Servers and the scheduler read first, so that a worker seen running afterwards
             # really was running when that server was seen ended.
-            support_codes = {n: self.group.processes[n].returncode for n in support}
-            worker_codes = {n: self.group.processes[n].returncode for n in workers}
-            for name, code in worker_codes.items():
-                if code not in (None, 0):
-                    self._fail(name, code, "")
-            still = [n for n, c in worker_codes.items() if c is None]
-            for name, code in support_codes.items():
-                if code not in (None, 0):  # killed or crashed (an exit 0 follows the workers)
-                    during = f" while {', '.join(still)} still ran" if still else ""
-                    self._fail(name, code, during)
-            codes = {**support_codes, **worker_codes}
-            if all(codes[n] is not None for n in chosen):
-                return {n: int(codes[n]) for n in chosen}
-            return None
+            codes = {n: self.group.processes[n].returncode for n in support + workers}
+            still = [n for n in workers if codes[n] is None]
+            for name in workers + support:  # an exit 0 of a server follows the workers'
+                if codes[name] not in (None, 0):
+                    during = f" while {', '.join(still)} still ran" if name in support else ""
+                    self._fail(name, codes[name], during if still else "")
+            return None if any(codes[n] is None for n in chosen) else {n: codes[n] for n in chosen}
 
-        def late() -> str:
-            running = [n for n in chosen if self.group.processes[n].returncode is None]
-            return (f"still running after {timeout:g} s: {', '.join(running)}"
-                    f"{self._traceback_hint(workers)}")
+        return poll_until(check, timeout, lambda: self.group.laggards(chosen, timeout))
 
-        return poll_until(check, timeout, late)
-
-    def _fail(self, name: str, code: int, during: str) -> None:
+    def _fail(self, name: str, code: int | None, during: str) -> None:
         proc = self.group.processes[name]
-        tail = proc.log_tail()
-        self.group.mark_failed()
+        holders = holders_note(self.port) if name == "scheduler" else ""
+        note = (f" Its port {self.port} is taken{holders}: another cluster on the same port? "
+                "Stop it, or leave port=None to get a free one." if holders else "")
         self.stop()
         raise RuntimeError(
             f"{name} ({self.role_of(name)}) {describe_exit(code)}{during}. The other "
             "processes could only wait for it forever, so every process of the cluster has "
-            f"been ended (stop()). End of its log ({proc.log_path.name}):\n{tail}"
-        )
-
-    def _traceback_hint(self, names: list[str]) -> str:
-        """A worker that raised but could not exit (see helpers.workers.mx_worker.connect)."""
-        for name in names:
-            proc = self.group.processes[name]
-            if proc.alive and "Traceback (most recent call last)" in proc.log():
-                return (f"\n{name} raised an exception but is stuck in MXNet's shutdown "
-                        f"barrier; end of its log:\n{proc.log_tail()}")
-        return ""
-
-    def run(self, timeout: float = 120.0) -> dict[str, int]:
-        """``start()`` then ``wait(timeout)``: the whole life of a short job."""
-        require_number("timeout (seconds)", timeout, above=0)
-        self.start()
-        return self.wait(timeout=timeout)
+            f"been ended (stop()).{note} End of its log ({proc.log_path.name}):\n"
+            f"{proc.log_tail()}")
 
     def restart(self, tasks: str | list[str]) -> float:
-        """Not possible with ps-lite: refused with what to do instead.
-
-        The scheduler hands out ranks once, when every process has registered; a process
-        that joins later is not taken back into the job. Start a new cluster instead.
-        """
+        """Not possible with ps-lite: the scheduler hands out ranks once, at start-up."""
         raise RuntimeError(
             f"a ps-lite cluster cannot take {tasks!r} back once it has formed (the scheduler "
-            "assigns ranks only at start-up); stop() this cluster and start a new LocalMXCluster"
-        )
+            "assigns ranks only at start-up); stop() this cluster and start a new LocalMXCluster")
 
     def results(self) -> list[dict[str, Any]]:
         """Every worker's ``RESULT`` records (:func:`helpers.workers.mx_worker.report`), by rank."""
-        records = []
-        for name, text in self.logs().items():
-            if self.role_of(name) == "worker":
-                records += [{"task": name, **r} for r in parse_results(text)]
+        records = [{"task": name, **r} for name, text in self.logs().items()
+                   if self.role_of(name) == "worker" for r in parse_results(text)]
         return sorted(records, key=lambda r: (r.get("rank", -1), r["task"]))
 
 
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(socket.gethostbyname(host)).is_loopback
-    except (OSError, ValueError):
-        return False
-
-
-TRAIN_MODULE = "helpers.workers.mx_train"
-
-
-def train_on_cluster(
-    workers: int, args: Sequence[str], servers: int = 1, timeout: float = 300.0, **kwargs: Any,
-) -> LocalMXCluster:
-    """Run :mod:`helpers.workers.mx_train` on a fresh local cluster, start to finish.
-
-    Returns the finished cluster (its ``results()``, ``logs()`` and ``show_logs()`` stay
-    readable) after checking that no process is left running.
-    """
+def train_on_cluster(workers: int, args: Sequence[str], servers: int = 1,
+                     timeout: float = 300.0, **kwargs: Any) -> LocalMXCluster:
+    """Run ``helpers.workers.mx_train`` on a fresh local cluster, start to finish; return
+    the ended cluster (its ``results()``, ``logs()`` and ``show_logs()`` stay readable)."""
     require_number("timeout (seconds)", timeout, above=0)
-    cluster = LocalMXCluster(TRAIN_MODULE, workers=workers, servers=servers, args=args, **kwargs)
-    with cluster:
+    with LocalMXCluster(TRAIN_MODULE, workers=workers, servers=servers, args=args,
+                        **kwargs) as cluster:
         cluster.start()
         cluster.wait(timeout=timeout)
-    if cluster.alive():
-        raise RuntimeError(f"processes still running after the cluster ended: {cluster.alive()}")
     return cluster

@@ -22,7 +22,6 @@ from fresh_python import run_python
 
 from helpers.devices import plan_devices, use_logical_cpus
 from helpers.mx_cluster import LocalMXCluster, train_on_cluster
-from helpers.processes import free_ports
 from helpers.profiles import get_profile, require_fits_in_memory
 from helpers.tf_cluster import LocalTFCluster, cluster_spec
 from helpers.workers import mwms_train, mx_pushpull, mx_train, mx_worker, tf1_mnist, tf_server
@@ -64,8 +63,6 @@ CASES: dict[str, Case] = {
         lambda: LocalTFCluster("json.tool", workers=10**6),
         r"the number of workers must be an int from 0 to 64, not 1000000; a local cluster "
         r"runs every task on this machine"),
-    "free_ports_million": Case(lambda: free_ports(10**6),
-                               r"the number of ports must be an int from 1 to 1024"),
     "dmlc_num_worker_abc_worker_program": Case(
         lambda: mx_pushpull.parse_args([]), r"DMLC_NUM_WORKER must be an int >= 1, not 'abc'",
         SystemExit, {**DMLC, "DMLC_NUM_WORKER": "abc"}),

@@ -22,7 +22,6 @@ from helpers.tf_cluster import (
     LocalTFCluster,
     cluster_spec,
     gpu_task_env,
-    parse_task,
     tf_config,
 )
 from helpers.workers.common import cluster_resolver
@@ -114,7 +113,7 @@ def test_cluster_spec_leaves_out_empty_jobs():
     ({"workers": 0}, "at least one worker"),
     ({"workers": -1}, "workers"),
     ({"workers": 2, "ps": -1}, "parameter servers"),
-    ({"workers": 2, "chief": 2}, "at most one chief"),
+    ({"workers": 2, "chief": 2}, "chiefs must be an int from 0 to 1"),
     ({"workers": True}, "workers"),
     ({"workers": 1.5}, "workers"),
     ({"workers": 1, "host": ""}, "host"),
@@ -130,33 +129,14 @@ def test_tf_config_names_cluster_and_task():
     assert config == {"cluster": spec, "task": {"type": "worker", "index": 1}}
 
 
-@pytest.mark.parametrize("task_type, index, message", [
-    ("evaluator", 0, "unknown task type"),
-    ("master", 0, "unknown task type"),
-    ("chief", 0, "no 'chief' job"),
-    ("worker", 2, "index must be"),
-    ("worker", -1, "index must be"),
-    ("worker", "0", "index must be"),
+@pytest.mark.parametrize("task_type, index", [
+    ("evaluator", 0), ("chief", 0), ("worker", 2), ("worker", -1), ("worker", "0"),
 ])
-def test_tf_config_rejects_unknown_tasks(task_type, index, message):
+def test_tf_config_rejects_tasks_the_cluster_does_not_have(task_type, index):
     spec = cluster_spec(workers=2, ps=1)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=rf"no task {task_type}-{index}; its jobs are "
+                                         r"worker \(2 tasks\), ps \(1 tasks\)"):
         tf_config(spec, task_type, index)
-
-
-@pytest.mark.parametrize("cluster", [{}, {"boss": ["127.0.0.1:1"]}, {"worker": []},
-                                     {"worker": ["no-port"]}, ["127.0.0.1:1"]])
-def test_tf_config_rejects_malformed_clusters(cluster):
-    with pytest.raises(ValueError):
-        tf_config(cluster, "worker", 0)
-
-
-def test_parse_task():
-    assert parse_task("worker-1") == ("worker", 1)
-    assert parse_task("ps-0") == ("ps", 0)
-    for bad in ("worker", "worker-x", "boss-0", "", None, "worker_1"):
-        with pytest.raises(ValueError, match="named like"):
-            parse_task(bad)
 
 
 def test_describe_exit():
@@ -174,8 +154,6 @@ def test_gpu_task_env_spreads_workers_over_gpus():
     with_chief = gpu_task_env(4, chief=1)
     assert with_chief("chief", 0)["CUDA_VISIBLE_DEVICES"] == "0"
     assert with_chief("worker", 0)["CUDA_VISIBLE_DEVICES"] == "1"
-    with pytest.raises(ValueError, match="GPUs"):
-        gpu_task_env(-1)
 
 
 def test_cluster_resolver_rejects_unknown_kind():
@@ -193,10 +171,8 @@ def test_missing_worker_program_is_a_clear_error():
 @pytest.mark.parametrize("kwargs, message", [
     ({"workers": 0}, "at least one worker"),
     ({"workers": 2, "ps": -1}, "parameter servers"),
-    ({"workers": 2, "task_args": ["--x"]}, "task_args must be a function"),
-    ({"workers": 2, "task_env": {"A": "1"}}, "task_env must be a function"),
-    ({"workers": 2, "env": {"A": 1}}, "env must be a dict"),
     ({"workers": 2, "ready_timeout": 0}, "ready_timeout"),
+    ({"workers": 1, "host": "192.0.2.254"}, "not an address of this machine"),
 ])
 def test_bad_cluster_arguments(fake_module, kwargs, message):
     module, _ = fake_module
@@ -209,7 +185,7 @@ def test_unknown_task_names_are_rejected(fake_module):
     with LocalTFCluster(module, workers=2, env=env) as cluster:
         for call in (lambda: cluster.start(["ps-0"]), lambda: cluster.kill("worker-2"),
                      lambda: cluster.restart("chief-0"), lambda: cluster.start("worker-0"),
-                     lambda: cluster.wait(["evaluator-0"]), lambda: cluster.start([])):
+                     lambda: cluster.wait(["evaluator-0"]), lambda: cluster.wait(["worker-0"])):
             with pytest.raises(ValueError):
                 call()
         assert cluster.group.processes == {}
@@ -419,8 +395,6 @@ def test_show_logs_filters(fake_module, capsys):
         cluster.show_logs(pattern=r"^listening")
         lines = capsys.readouterr().out.splitlines()
         assert len(lines) == 2 and lines[1].startswith("listening on")
-        with pytest.raises(ValueError, match="last"):
-            cluster.show_logs(last=0)
 
 
 def test_interrupt_inside_the_block_ends_every_process(fake_module):
