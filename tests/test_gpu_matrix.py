@@ -18,12 +18,11 @@ import sys
 
 import pytest
 from gpu_fakes import CARDS, FakeMX, FakeTF, fake_nvidia_smi, mig_uuid
-from helpers.matpow import device_memory_mb
 
 from helpers import devices, frameworks
 from helpers.devices import reserve_mb
 from helpers.mxnet_gpu import MXNetRoute, runs_mxnet_kernels
-from helpers.profiles import PROFILES, get_profile, matpow_gpu_mb
+from helpers.profiles import PROFILES, device_memory_mb, get_profile, matpow_gpu_mb
 from helpers.tf_cluster import gpu_task_env
 
 SCENARIOS = [("none", 0)] + [(card, n) for card in CARDS for n in (1, 2, 4, 8)]
