@@ -280,3 +280,12 @@ def test_a_group_names_its_folder_after_this_process(tmp_path, monkeypatch):
     assert (good.log_dir / "ok.log").read_text() == "hi\n"
     with ProcessGroup("given", log_dir=tmp_path / "mine") as given:
         assert given.log_dir == tmp_path / "mine"
+
+
+def test_children_write_plain_tracebacks_whatever_colour_the_kernel_asks(monkeypatch):
+    monkeypatch.setenv("FORCE_COLOR", "1")  # what a Jupyter kernel may set
+    with ProcessGroup("t") as group:
+        proc = group.start("env", [sys.executable, "-c",
+                                   "import os; print('colors', os.environ.get('PYTHON_COLORS'))"])
+        assert group.wait(["env"], timeout=20) == {"env": 0}
+    assert "colors 0" in proc.log(), proc.log()
