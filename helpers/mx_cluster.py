@@ -65,7 +65,7 @@ from helpers.processes import (
 from helpers.workers.mx_worker import READY, RESULT_PREFIX, parse_results
 
 ROLES = ("scheduler", "server", "worker")
-SERVER_MODULE = "helpers.workers.mx_server"
+SERVER_MODULE = "helpers.workers.mx_worker"
 
 
 def _check_count(value: int, what: str, maximum: int | None = None) -> None:

@@ -27,8 +27,7 @@ from helpers.mx_cluster import LocalMXCluster, train_on_cluster
 from helpers.processes import free_ports
 from helpers.profiles import get_profile
 from helpers.tf_cluster import LocalTFCluster, cluster_spec
-from helpers.workers import mwms_train, mx_pushpull, mx_server, mx_train, tf1_mnist, tf_server
-from helpers.workers.mx_worker import check_worker_env
+from helpers.workers import mwms_train, mx_pushpull, mx_train, mx_worker, tf1_mnist, tf_server
 
 PUSHPULL = "helpers.workers.mx_pushpull"
 TWO_WORKERS = {"worker": ["127.0.0.1:20000", "127.0.0.1:20001"]}
@@ -72,11 +71,11 @@ CASES: dict[str, Case] = {
         lambda: mx_pushpull.parse_args([]), r"DMLC_NUM_WORKER must be an int >= 1, not 'abc'",
         SystemExit, {**DMLC, "DMLC_NUM_WORKER": "abc"}),
     "dmlc_num_worker_abc_server_program": Case(
-        lambda: mx_server.main([]), r"DMLC_NUM_WORKER must be an int >= 1, not 'abc'",
+        lambda: mx_worker.main([]), r"DMLC_NUM_WORKER must be an int >= 1, not 'abc'",
         SystemExit, {**SCHEDULER, "DMLC_NUM_WORKER": "abc"}),
-    "dmlc_num_server_zero_connect": Case(
-        lambda: check_worker_env({**DMLC, "DMLC_NUM_SERVER": "0"}),
-        r"DMLC_NUM_SERVER must be an int >= 1, not 0", RuntimeError),
+    "dmlc_num_server_zero_worker_program": Case(
+        lambda: mx_pushpull.parse_args([]), r"DMLC_NUM_SERVER must be an int >= 1, not 0",
+        SystemExit, {**DMLC, "DMLC_NUM_SERVER": "0"}),
     # -- tracebacks -----------------------------------------------------------------------
     "tf_config_malformed_json_mwms": Case(
         lambda: mwms_train.parse_args([]), r"TF_CONFIG is not valid JSON \(",
@@ -107,13 +106,13 @@ CASES: dict[str, Case] = {
         SystemExit, {"TF_CONFIG": json.dumps({"cluster": {"worker": [f"{UNRESOLVABLE}:2222"]},
                                               "task": {"type": "worker", "index": 0}})}),
     "mx_scheduler_without_its_port": Case(
-        lambda: mx_server.main([]), r"DMLC_PS_ROOT_PORT not set",
+        lambda: mx_worker.main([]), r"DMLC_PS_ROOT_PORT not set",
         SystemExit, {**SCHEDULER, "DMLC_PS_ROOT_PORT": None}),
     "mx_scheduler_port_out_of_range": Case(
-        lambda: mx_server.main([]), r"DMLC_PS_ROOT_PORT must be an int from 1 to 65535",
+        lambda: mx_worker.main([]), r"DMLC_PS_ROOT_PORT must be an int from 1 to 65535",
         SystemExit, {**SCHEDULER, "DMLC_PS_ROOT_PORT": "70000"}),
-    "mx_server_given_the_worker_role": Case(
-        lambda: mx_server.main([]), r"DMLC_ROLE is 'worker' .* workers run a worker program",
+    "mx_server_role_given_the_worker_role": Case(
+        lambda: mx_worker.main([]), r"DMLC_ROLE is 'worker' .* workers run a worker program",
         SystemExit, DMLC),
     "mx_train_global_batch_0": Case(
         lambda: mx_train.parse_args(["--global-batch", "0"]),
@@ -123,9 +122,12 @@ CASES: dict[str, Case] = {
         r"--global-batch 1 is smaller than the number of workers \(2\)", SystemExit, DMLC),
     "mx_train_hidden_0": Case(lambda: mx_train.parse_args(["--hidden", "0"]),
                               r"--hidden must be an int >= 1, not 0", SystemExit, DMLC),
-    "mx_pushpull_shape_negative": Case(
-        lambda: mx_pushpull.parse_args(["--shape", "-1", "3"]),
-        r"--shape must be an int >= 1, not -1", SystemExit, DMLC),
+    "mx_pushpull_groups_without_sizes": Case(
+        lambda: mx_pushpull.parse_args(["--groups", "1", "2"]),
+        r"--groups .* and --sizes-kb go together", SystemExit, DMLC),
+    "mx_pushpull_groups_larger_than_the_cluster": Case(
+        lambda: mx_pushpull.parse_args(["--groups", "4", "--sizes-kb", "4"]),
+        r"--groups \(at most the cluster's 2 workers\)", SystemExit, DMLC),
     "mwms_resolver_slurm_outside_slurm": Case(
         lambda: mwms_train.parse_args(["--resolver", "slurm"]),
         r"--resolver slurm needs SLURM's job variables .* run the program with srun",
@@ -292,7 +294,7 @@ def test_bad_input(name, case_tmp, monkeypatch, capsys):
 
 PROGRAM_CASES = {
     "mx_scheduler_without_its_port_program": (
-        "helpers.workers.mx_server", {**SCHEDULER, "DMLC_PS_ROOT_PORT": ""},
+        "helpers.workers.mx_worker", {**SCHEDULER, "DMLC_PS_ROOT_PORT": ""},
         "DMLC_PS_ROOT_PORT not set"),
     "dmlc_num_worker_abc_pushpull_program": (
         "helpers.workers.mx_pushpull", {**DMLC, "DMLC_NUM_WORKER": "abc"},

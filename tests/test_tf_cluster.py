@@ -25,7 +25,6 @@ from helpers.tf_cluster import (
     parse_task,
     tf_config,
 )
-from helpers.workers.common import cluster_resolver
 
 FAKE_WORKER = textwrap.dedent("""
     import json, os, socket, sys, time
@@ -176,11 +175,6 @@ def test_gpu_task_env_spreads_workers_over_gpus():
     assert with_chief("worker", 0)["CUDA_VISIBLE_DEVICES"] == "1"
     with pytest.raises(ValueError, match="GPUs"):
         gpu_task_env(-1)
-
-
-def test_cluster_resolver_rejects_unknown_kind():
-    with pytest.raises(ValueError, match="unknown cluster resolver"):
-        cluster_resolver("yarn")
 
 
 # -- LocalTFCluster: bad input ------------------------------------------------------------

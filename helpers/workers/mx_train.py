@@ -3,8 +3,7 @@
 Every worker builds the same network, joins the kvstore and trains with
 ``gluon.Trainer(..., kvstore=kv)``. Each step takes one *global* batch of the digits
 data (the same sequence of batches on every worker) and each worker computes the
-gradient of its own slice, ``batch[rank::num_workers]``, so the union over workers is
-the global batch whatever the number of workers:
+gradient of its own slice, ``batch[rank::num_workers]``:
 
 * ``dist_sync``: the servers sum the slices' gradients and apply one SGD step per global
   batch (``trainer.step(global_batch)`` averages over it), the same arithmetic as one
@@ -15,15 +14,9 @@ the global batch whatever the number of workers:
 
 Each step is timed in two parts, with ``mx.nd.waitall()`` after each: compute (forward
 and backward, plus ``--slow-ms`` of sleep on worker ``--slow-rank`` to play a slower
-device) and communication (``trainer.step``: push gradients, servers update, pull
-weights). Optional extras: ``--compute-batches`` times forward + backward alone for
-several batch sizes, ``--sizes-kb`` times push + pull round trips. One ``RESULT`` line
-carries everything back. Start it through :class:`helpers.mx_cluster.LocalMXCluster`.
-
-Security: the kvstore this program trains through has no authentication, and its
-servers unpickle the commands they receive: run it on 127.0.0.1 or, across machines,
-only on a private network, a VPN or SSH tunnels, with the ports open only between the
-cluster's hosts.
+device) and communication (``trainer.step``: push, update, pull). ``--compute-batches``
+also times forward + backward alone for several batch sizes, ``--sizes-kb`` push + pull
+round trips. One ``RESULT`` line carries everything back.
 """
 
 import argparse
@@ -37,109 +30,35 @@ import numpy as np
 
 from helpers.data import load_digits
 from helpers.frameworks import import_mxnet
-from helpers.workers.common import check_flags
-from helpers.workers.mx_worker import (
-    connect,
-    digest,
-    dmlc_env_problem,
-    report,
-    say,
-    time_push_pull,
-)
-
-mx: Any = None  # MXNet, imported by main() once the flags and environment are checked
-
-
-def parse_args(argv: list[str] | None = None,
-               environ: Mapping[str, str] | None = None) -> argparse.Namespace:
-    """The flags and the ``DMLC_*`` environment, checked before MXNet is imported."""
-    env = os.environ if environ is None else environ
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--kvstore", default="dist_sync", choices=["dist_sync", "dist_async"])
-    parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--global-batch", type=int, default=64)
-    parser.add_argument("--hidden", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=0.5)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--warmup-steps", type=int, default=2, help="steps left out of timings")
-    parser.add_argument("--slow-rank", type=int, default=-1, help="this rank sleeps each step")
-    parser.add_argument("--slow-ms", type=float, default=0.0)
-    parser.add_argument("--compute-batches", type=int, nargs="*", default=[])
-    parser.add_argument("--sizes-kb", type=int, nargs="*", default=[])
-    parser.add_argument("--log-every", type=int, default=10)
-    args = parser.parse_args(argv)
-    check_flags(parser, args,
-                ints={"steps": (1, None), "global_batch": (1, 1 << 20), "hidden": (1, 1 << 16),
-                      "seed": (0, None), "warmup_steps": (0, None), "slow_rank": (-1, None),
-                      "compute_batches": (1, 1 << 20), "sizes_kb": (1, 1 << 20),
-                      "log_every": (1, None)},
-                numbers={"lr": {"above": 0}, "slow_ms": {"minimum": 0}})
-    if args.steps <= args.warmup_steps:
-        parser.error("--steps must be larger than --warmup-steps")
-    problem = dmlc_env_problem(env)
-    if problem:
-        parser.error(problem)
-    workers = int(env["DMLC_NUM_WORKER"])
-    if args.global_batch < workers:
-        parser.error(f"--global-batch {args.global_batch} is smaller than the number of workers "
-                     f"({workers}): every worker needs at least one example per step")
-    return args
-
-
-def device(rank: int) -> object:
-    """One GPU per worker when there are GPUs (round robin by rank), else the CPU."""
-    gpus = mx.context.num_gpus()
-    return mx.gpu(rank % gpus) if gpus else mx.cpu()
-
-
-def build(hidden: int, ctx: object, seed: int) -> object:
-    mx.random.seed(seed)
-    net = mx.gluon.nn.Sequential()
-    net.add(mx.gluon.nn.Dense(hidden, activation="relu"),
-            mx.gluon.nn.Dense(hidden, activation="relu"),
-            mx.gluon.nn.Dense(10))
-    net.initialize(mx.init.Xavier(), ctx=ctx)
-    return net
-
-
-def time_compute(net, loss_fn, x, y, batches, ctx, repeat=10, warmup=2) -> dict[str, float]:
-    """Median seconds of forward + backward at each per-worker batch size."""
-    out = {}
-    for b in batches:
-        data, label = mx.nd.array(x[:b], ctx=ctx), mx.nd.array(y[:b], ctx=ctx)
-        samples = []
-        for r in range(warmup + repeat):
-            start = time.perf_counter()
-            with mx.autograd.record():
-                loss = loss_fn(net(data), label)
-            loss.backward()
-            mx.nd.waitall()
-            if r >= warmup:
-                samples.append(time.perf_counter() - start)
-        out[str(b)] = statistics.median(samples)
-    return out
+from helpers.workers import check_flags
+from helpers.workers.mx_worker import connect, digest, dmlc_env_problem, report, say, time_push_pull
 
 
 def main(argv: list[str] | None = None) -> None:
-    global mx
     args = parse_args(argv)
     mx = import_mxnet()
     kv = connect(args.kvstore)
     rank, n = kv.rank, kv.num_workers
-    ctx = device(rank)
+    gpus = mx.context.num_gpus()  # one GPU per worker when there are GPUs, else the CPU
+    ctx = mx.gpu(rank % gpus) if gpus else mx.cpu()
     digits = load_digits()
     x = digits.x_train.reshape(len(digits.x_train), -1)
     y = digits.y_train.astype(np.float32)
     x_test = digits.x_test.reshape(len(digits.x_test), -1)
 
-    net = build(args.hidden, ctx, args.seed)
+    mx.random.seed(args.seed)
+    net = mx.gluon.nn.Sequential()
+    net.add(mx.gluon.nn.Dense(args.hidden, activation="relu"),
+            mx.gluon.nn.Dense(args.hidden, activation="relu"),
+            mx.gluon.nn.Dense(10))
+    net.initialize(mx.init.Xavier(), ctx=ctx)
     loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
     net(mx.nd.array(x[:1], ctx=ctx))  # materialise the parameters
     params = list(net.collect_params().values())
     param_bytes = sum(int(np.prod(p.shape)) * 4 for p in params)
     say(kv, f"{type(ctx).__name__} {ctx}, {n} worker(s), {param_bytes} bytes of parameters")
 
-    compute_by_batch = time_compute(net, loss_fn, x, y, args.compute_batches, ctx)
+    compute_by_batch = time_compute(mx, net, loss_fn, x, y, args.compute_batches, ctx)
     trainer = mx.gluon.Trainer(params, "sgd", {"learning_rate": args.lr}, kvstore=kv)
 
     order = np.random.default_rng(args.seed).permutation(len(x))
@@ -175,8 +94,7 @@ def main(argv: list[str] | None = None) -> None:
 
     # Wait for every worker, then pull the servers' final weights (keys are the
     # Trainer's: parameter i has key i). In dist_async this is where workers agree.
-    # MXNet's global barrier among workers: a private method, and MXNet 1.9 has no public
-    # one (the docstring of push() points to this one).
+    # MXNet 1.9 has no public barrier among workers (push()'s docstring points to this one).
     kv._barrier()
     for i, p in enumerate(params):
         kv.pull(i, out=p.data(ctx))
@@ -201,6 +119,59 @@ def main(argv: list[str] | None = None) -> None:
            losses=losses, train_loss=train_loss, test_accuracy=accuracy,
            weights_sum=weights_sum, digest_last=digest_last, digest_synced=digest_synced,
            compute_by_batch=compute_by_batch, push_pull=push_pull)
+
+
+def time_compute(mx: Any, net: Any, loss_fn: Any, x: Any, y: Any, batches: list[int], ctx: Any,
+                 repeat: int = 10, warmup: int = 2) -> dict[str, float]:
+    """Median seconds of forward + backward at each per-worker batch size."""
+    out = {}
+    for b in batches:
+        data, label = mx.nd.array(x[:b], ctx=ctx), mx.nd.array(y[:b], ctx=ctx)
+        samples = []
+        for r in range(warmup + repeat):
+            start = time.perf_counter()
+            with mx.autograd.record():
+                loss = loss_fn(net(data), label)
+            loss.backward()
+            mx.nd.waitall()
+            if r >= warmup:
+                samples.append(time.perf_counter() - start)
+        out[str(b)] = statistics.median(samples)
+    return out
+
+
+def parse_args(argv: list[str] | None = None,
+               environ: Mapping[str, str] | None = None) -> argparse.Namespace:
+    """The flags and the ``DMLC_*`` environment, checked before MXNet is imported."""
+    env = os.environ if environ is None else environ
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kvstore", default="dist_sync", choices=["dist_sync", "dist_async"])
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--global-batch", type=int, default=64)
+    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--lr", type=float, default=0.5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--warmup-steps", type=int, default=2, help="steps left out of timings")
+    parser.add_argument("--slow-rank", type=int, default=-1, help="this rank sleeps each step")
+    parser.add_argument("--slow-ms", type=float, default=0.0)
+    parser.add_argument("--compute-batches", type=int, nargs="*", default=[])
+    parser.add_argument("--sizes-kb", type=int, nargs="*", default=[])
+    parser.add_argument("--log-every", type=int, default=10)
+    args = parser.parse_args(argv)
+    check_flags(parser, args,
+                ints={"steps": (1, None), "global_batch": (1, 1 << 20), "hidden": (1, 1 << 16),
+                      "seed": (0, None), "warmup_steps": (0, None), "slow_rank": (-1, None),
+                      "compute_batches": (1, 1 << 20), "sizes_kb": (1, 1 << 20),
+                      "log_every": (1, None)},
+                numbers={"lr": {"above": 0}, "slow_ms": {"minimum": 0}},
+                problem=dmlc_env_problem(env))
+    if args.steps <= args.warmup_steps:
+        parser.error("--steps must be larger than --warmup-steps")
+    workers = int(env["DMLC_NUM_WORKER"])
+    if args.global_batch < workers:
+        parser.error(f"--global-batch {args.global_batch} is smaller than the number of workers "
+                     f"({workers}): every worker needs at least one example per step")
+    return args
 
 
 if __name__ == "__main__":
