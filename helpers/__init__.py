@@ -37,7 +37,7 @@ from helpers.processes import leftover_processes
 from helpers.profiles import get_profile
 from helpers.source import show_source
 from helpers.tf_cluster import LocalTFCluster, gpu_task_env
-from helpers.workers import TIMING_DONE, parse_results
+from helpers.workers.common import TIMING_DONE, parse_results
 
 __all__ = [
     "TIMING_DONE", "AlphaBeta", "LocalMXCluster", "LocalTFCluster", "Table", "Traffic",

@@ -14,7 +14,8 @@ from helpers.measure import (  # noqa: E402
     slowest,
 )
 from helpers.tf_cluster import tf_config  # noqa: E402
-from helpers.workers import TIMING_DONE, parse_results, report, tf_allreduce  # noqa: E402
+from helpers.workers import tf_allreduce  # noqa: E402
+from helpers.workers.common import TIMING_DONE, parse_results, report  # noqa: E402
 from helpers.workers.mx_worker import message_key, time_push_pull  # noqa: E402
 
 

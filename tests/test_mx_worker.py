@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from helpers.workers import parse_results
+from helpers.workers.common import parse_results
 from helpers.workers.mx_worker import (
     READY,
     digest,

@@ -16,7 +16,7 @@ and the same on machine B with ``"index": 1``. The checkpoint directory must be 
 can read (a shared file system or a bucket) for a restart to resume. If a peer has not
 connected within ``--connect-timeout`` seconds, the worker gives up and says which. Each
 worker's gRPC server listens on every address of its machine (security:
-:mod:`helpers.workers`).
+:mod:`helpers.workers.common`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from helpers.training import (
     training_arrays,
     weights_checksum,
 )
-from helpers.workers import (
+from helpers.workers.common import (
     RESOLVERS,
     check_flags,
     cluster_resolver,

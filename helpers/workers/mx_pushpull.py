@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from helpers.frameworks import import_mxnet
-from helpers.workers import check_flags
+from helpers.workers.common import check_flags
 from helpers.workers.mx_worker import (
     DIST_KINDS,
     connect,

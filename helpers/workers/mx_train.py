@@ -30,7 +30,7 @@ import numpy as np
 
 from helpers.data import load_digits
 from helpers.frameworks import import_mxnet
-from helpers.workers import check_flags
+from helpers.workers.common import check_flags
 from helpers.workers.mx_worker import connect, digest, dmlc_env_problem, report, say, time_push_pull
 
 

@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from helpers import workers
 from helpers.checks import require_int
 from helpers.frameworks import import_mxnet
 from helpers.output import Table
-from helpers.workers import RESULT_PREFIX as RESULT_PREFIX
-from helpers.workers import parse_results as parse_results
+from helpers.workers import common
+from helpers.workers.common import RESULT_PREFIX as RESULT_PREFIX  # for helpers.mx_cluster
+from helpers.workers.common import parse_results as parse_results  # for helpers.mx_cluster
 
 READY = "mx-worker ready"
 DIST_KINDS = ("dist_sync", "dist_async", "dist_sync_device", "dist_device_sync")
@@ -62,7 +62,7 @@ def say(kv: Any, message: str) -> None:
 
 def report(kv: Any, **values: Any) -> None:
     """One ``RESULT`` line for the launcher to collect, with this worker's rank."""
-    workers.report(rank=kv.rank, num_workers=kv.num_workers, **values)
+    common.report(rank=kv.rank, num_workers=kv.num_workers, **values)
 
 
 def message_key(first_key: int | str, index: int) -> int | str:

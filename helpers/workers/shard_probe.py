@@ -21,7 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from helpers.frameworks import import_tensorflow
-from helpers.workers import check_flags, cluster_resolver, deadline_for_peers, resolver_problem
+from helpers.workers.common import (
+    check_flags,
+    cluster_resolver,
+    deadline_for_peers,
+    resolver_problem,
+)
 
 POLICIES = ("AUTO", "FILE", "DATA", "OFF")
 

@@ -15,7 +15,7 @@ Worker 0 is the chief: its ``Supervisor`` initialises the variables, the others 
 that. ``--nodevice_filters`` drops the session's device filters, which makes a
 non-chief worker hang at the session start (the fault the notebook shows). Every task's
 server listens on every address and runs the graphs clients send it (security:
-:mod:`helpers.workers`).
+:mod:`helpers.workers.common`).
 """
 
 from __future__ import annotations

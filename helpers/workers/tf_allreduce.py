@@ -33,7 +33,7 @@ from helpers.costs import layer_costs, training_flops_per_example
 from helpers.frameworks import import_tensorflow
 from helpers.measure import benchmark
 from helpers.training import build_model, training_arrays
-from helpers.workers import (
+from helpers.workers.common import (
     all_reduce,
     check_flags,
     cluster_resolver,

@@ -6,7 +6,7 @@ needs is a ``tf.distribute.Server`` for its place in the cluster, joined so the 
 stays alive. On a real machine: ``TF_CONFIG='{"cluster": {...}, "task": {"type": "ps",
 "index": 0}}' python -m helpers.workers.tf_server`` (or ``--resolver slurm`` inside
 ``srun``). It listens on every address and runs what any client sends: see
-:mod:`helpers.workers` on security.
+:mod:`helpers.workers.common` on security.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import argparse
 import sys
 
 from helpers.frameworks import import_tensorflow
-from helpers.workers import RESOLVERS, check_flags, cluster_resolver, resolver_problem
+from helpers.workers.common import RESOLVERS, check_flags, cluster_resolver, resolver_problem
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,229 @@
+"""What every worker program shares: its flags checked, its ``RESULT`` lines, and for
+TensorFlow where it learns its cluster, a deadline for peers that never come, the collectives.
+
+A worker program (``python -m helpers.workers.NAME``) is started by a launcher, often on
+another machine: a bad flag or launch ends it at once in one clear line (argparse's
+``error:``, exit code 2), before TensorFlow or MXNet is imported. Security, for every
+program here: their servers (TensorFlow's gRPC, MXNet's ps-lite) authenticate nobody and
+run what clients send, so anyone who can reach a port can run code as you. Keep a cluster
+on 127.0.0.1 or, across machines, on a private network, a VPN or SSH tunnels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+from helpers.checks import require_int, require_number
+from helpers.frameworks import import_tensorflow
+
+# -- Results: one line of JSON per measurement, read back from the worker's log.
+RESULT_PREFIX = "RESULT "
+#: The line a timing worker prints once its last collective is done (the launcher waits for it).
+TIMING_DONE = "timing done"
+
+
+def report(**values: Any) -> None:
+    """Print one ``RESULT {json}`` line for the notebook."""
+    print(RESULT_PREFIX + json.dumps(values, sort_keys=True), flush=True)
+
+
+def parse_results(text: str) -> list[dict[str, Any]]:
+    """Every ``RESULT {json}`` line in ``text``, in order."""
+    return [json.loads(line[len(RESULT_PREFIX):]) for line in text.splitlines()
+            if line.startswith(RESULT_PREFIX)]
+
+
+# -- TensorFlow's collectives, as the timing program (tf_allreduce) calls them.
+def all_reduce(tf: Any, values: Any, options: Any = None) -> Any:
+    """Sum ``values`` over all replicas from inside ``strategy.run``: the call Keras'
+    optimizer makes for the gradients (``options``: CommunicationOptions for this call)."""
+    context = tf.distribute.get_replica_context()
+    return context.all_reduce(tf.distribute.ReduceOp.SUM, values, options=options)
+
+
+def local_result(tf: Any, strategy: Any, result: Any) -> Any:
+    """This worker's copy of a (nested) per-replica result of ``strategy.run``."""
+    return tf.nest.map_structure(lambda r: strategy.experimental_local_results(r)[0], result)
+
+
+def finish(name: str, linger: float = 120.0) -> NoReturn:
+    """Print :data:`TIMING_DONE`, then wait (at most ``linger`` s) for the launcher to end
+    this worker: leaving could break a peer still fetching the last chunk it serves, and a
+    normal exit waits in TensorFlow's shutdown barrier."""
+    print(f"[{name}] {TIMING_DONE}", flush=True)
+    sys.stderr.flush()
+    time.sleep(linger)
+    os._exit(0)
+
+
+# -- Where a TensorFlow program learns its cluster: TF_CONFIG (the local clusters set it),
+# SLURM (srun) or Kubernetes; checked before TensorFlow loads, so a bad launch names the
+# variable instead of failing deep inside gRPC.
+RESOLVERS = ("tf_config", "slurm", "kubernetes")
+JOBS = ("chief", "worker", "ps", "evaluator")
+SLURM_VARIABLES = ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST")
+_ADDRESS = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[^:\s\[\]]+):(\d{1,5})$")
+
+
+def cluster_resolver(kind: str = "tf_config") -> Any:
+    """TensorFlow's cluster resolver of ``kind`` (one of :data:`RESOLVERS`)."""
+    resolvers = import_tensorflow().distribute.cluster_resolver
+    return {"slurm": resolvers.SlurmClusterResolver,
+            "kubernetes": resolvers.KubernetesClusterResolver}.get(
+                kind, resolvers.TFConfigClusterResolver)()
+
+
+def read_tf_config(text: str | None, resolve_own_host: bool = True) -> dict[str, Any]:
+    """The parsed ``TF_CONFIG``, or ValueError naming what is wrong with it (this task's
+    own host must resolve: its server listens there; the peers' may come up later)."""
+    example = ('e.g. {"cluster": {"worker": ["127.0.0.1:20000", "127.0.0.1:20001"]}, '
+               '"task": {"type": "worker", "index": 0}}')
+    if not text or not text.strip():
+        raise ValueError("TF_CONFIG is not set: this program needs to know its cluster and "
+                         f"task; set it to JSON, {example}")
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"TF_CONFIG is not valid JSON ({error.msg} at character "
+                         f"{error.pos}); it should look like {example}") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"TF_CONFIG must be a JSON object, {example}")
+    cluster = config.get("cluster")
+    if not isinstance(cluster, dict) or not cluster:
+        raise ValueError(f"TF_CONFIG has no \"cluster\" (job -> list of host:port), {example}")
+    for job, addresses in cluster.items():
+        if job not in JOBS:
+            raise ValueError(f"TF_CONFIG's cluster has an unknown job {job!r}; jobs are "
+                             f"{', '.join(JOBS)}")
+        if not isinstance(addresses, list) or not addresses or not all(
+                isinstance(a, str) and (m := _ADDRESS.match(a)) and 0 < int(m[2]) < 65536
+                for a in addresses):
+            raise ValueError(f"TF_CONFIG's job {job!r} must be a non-empty list of "
+                             f"'host:port' strings, not {addresses!r}")
+    task = config.get("task")
+    if not isinstance(task, dict):
+        raise ValueError("TF_CONFIG has no \"task\": add which task this process is, e.g. "
+                         "\"task\": {\"type\": \"worker\", \"index\": 0}")
+    job, index = task.get("type"), task.get("index")
+    if job not in cluster:
+        raise ValueError(f"TF_CONFIG's task type {job!r} is not a job of its cluster "
+                         f"({', '.join(cluster)})")
+    n = len(cluster[job])
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n:
+        raise ValueError(f"TF_CONFIG's task index must be an int from 0 to {n - 1} (job "
+                         f"{job!r} lists {n} address(es)), not {index!r}")
+    if resolve_own_host:
+        host = cluster[job][index].rsplit(":", 1)[0].strip("[]")
+        try:
+            socket.getaddrinfo(host, None)
+        except (socket.gaierror, UnicodeError):
+            raise ValueError(f"TF_CONFIG gives this task ({job} {index}) the host {host!r}, "
+                             "which does not resolve to an address; use this machine's name "
+                             "or address") from None
+    return config
+
+
+def resolver_problem(kind: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """Why the cluster resolver ``kind`` cannot work in this environment, or None."""
+    env = os.environ if environ is None else environ
+    if kind == "tf_config":
+        try:
+            read_tf_config(env.get("TF_CONFIG"))
+        except ValueError as error:
+            return str(error)
+    if kind == "slurm" and not all(env.get(v) for v in SLURM_VARIABLES):
+        missing = ", ".join(v for v in SLURM_VARIABLES if not env.get(v))
+        return (f"--resolver slurm needs SLURM's job variables ({missing} not set): run the "
+                "program with srun inside a SLURM allocation, or use --resolver tf_config "
+                "with TF_CONFIG")
+    if kind == "kubernetes" and importlib.util.find_spec("kubernetes") is None:
+        return ("--resolver kubernetes needs the `kubernetes` Python package, which is not "
+                "installed; run inside a pod with it, or use --resolver tf_config")
+    return None
+
+
+# -- Give up, naming the missing peers, when a cluster does not form in time.
+# MultiWorkerMirroredStrategy waits for its peers inside one C++ call that holds the GIL
+# (about an hour if one never comes), so no Python timer of this process can run. A tiny
+# separate process keeps the deadline: it waits on a pipe the worker closes once past the
+# wait (or by dying); if the deadline comes first it tries each peer's port, prints which
+# do not answer into the worker's log and ends the worker with SIGKILL.
+_WATCHDOG = r"""
+import os, select, signal, socket, sys
+parent, seconds, who, peers = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4:]
+released, _, _ = select.select([sys.stdin], [], [], seconds)
+if released or os.getppid() != parent:
+    sys.exit(0)
+silent = []
+for peer in peers:
+    name, _, address = peer.partition("=")
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=2).close()
+    except (OSError, ValueError):
+        silent.append(f"{name} at {address}")
+missing = ("; not answering: " + ", ".join(silent)) if silent else (
+    "; every peer's port answers, so one of them may belong to another cluster")
+print(f"[{who}] gave up after {seconds:g} s waiting for the other tasks of the cluster to "
+      f"connect{missing}. Start every task listed in TF_CONFIG (each with its own task "
+      "index), check the addresses and firewalls, or allow longer with --connect-timeout.",
+      file=sys.stderr, flush=True)
+os.kill(parent, signal.SIGKILL)
+"""
+
+
+@contextmanager
+def deadline_for_peers(seconds: float, from_tf_config: bool = True) -> Iterator[None]:
+    """Kill this process, saying why, unless the ``with`` block ends within ``seconds``
+    (``from_tf_config``: name this task and the peers TF_CONFIG lists)."""
+    who, peers = "this task", []
+    if from_tf_config and os.environ.get("TF_CONFIG"):
+        config = read_tf_config(os.environ["TF_CONFIG"], resolve_own_host=False)
+        me = (config["task"]["type"], config["task"]["index"])
+        who = f"{me[0]}-{me[1]}"
+        peers = [f"{job}-{i}={address}" for job, addresses in config["cluster"].items()
+                 for i, address in enumerate(addresses) if (job, i) != me]
+    watchdog = subprocess.Popen([sys.executable, "-I", "-S", "-c", _WATCHDOG, str(os.getpid()),
+                                 str(seconds), who, *peers], stdin=subprocess.PIPE)
+    try:
+        yield
+    finally:
+        watchdog.stdin.close()  # releases the watchdog
+        watchdog.wait()
+
+
+# -- The flags: a bad one ends the program at once, in one clear line.
+def check_flags(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                ints: Mapping[str, tuple[int, int | None]] | None = None,
+                numbers: Mapping[str, Mapping[str, float]] | None = None,
+                problem: str | None = None) -> None:
+    """``parser.error`` for the first flag out of range, then for ``problem`` (the launch's).
+
+    ``ints``: destination -> ``(minimum, maximum or None)``; ``numbers``: destination ->
+    :func:`~helpers.checks.require_number`'s bounds; list flags element by element.
+    """
+    ints, numbers = ints or {}, numbers or {}
+    try:
+        for dest, bounds in {**ints, **numbers}.items():
+            values = getattr(args, dest)
+            for value in values if isinstance(values, (list, tuple)) else [values]:
+                flag = "--" + dest.replace("_", "-")
+                if dest in ints:
+                    require_int(flag, value, *bounds)
+                else:
+                    require_number(flag, value, **bounds)
+    except ValueError as error:
+        parser.error(str(error))
+    if problem:
+        parser.error(problem)
