@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 
 from helpers.workers.common import parse_results
+from helpers.workers.mx_train import digest
 from helpers.workers.mx_worker import (
     READY,
-    digest,
     dmlc_env_problem,
     median_step_seconds,
     report,

@@ -1,5 +1,5 @@
 """What every worker program shares: its flags checked, its ``RESULT`` lines, and for
-TensorFlow where it learns its cluster, a deadline for peers that never come, the collectives.
+TensorFlow where it learns its cluster, and a deadline for peers that never come.
 
 A worker program (``python -m helpers.workers.NAME``) is started by a launcher, often on
 another machine: a bad flag or launch ends it at once in one clear line (argparse's
@@ -19,17 +19,16 @@ import re
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import Any
 
 from helpers.checks import require_int, require_number
 from helpers.frameworks import import_tensorflow
 
 # -- Results: one line of JSON per measurement, read back from the worker's log.
 RESULT_PREFIX = "RESULT "
-#: The line a timing worker prints once its last collective is done (the launcher waits for it).
+#: The line tf_allreduce prints once its last collective is done (the launcher waits for it).
 TIMING_DONE = "timing done"
 
 
@@ -42,29 +41,6 @@ def parse_results(text: str) -> list[dict[str, Any]]:
     """Every ``RESULT {json}`` line in ``text``, in order."""
     return [json.loads(line[len(RESULT_PREFIX):]) for line in text.splitlines()
             if line.startswith(RESULT_PREFIX)]
-
-
-# -- TensorFlow's collectives, as the timing program (tf_allreduce) calls them.
-def all_reduce(tf: Any, values: Any, options: Any = None) -> Any:
-    """Sum ``values`` over all replicas from inside ``strategy.run``: the call Keras'
-    optimizer makes for the gradients (``options``: CommunicationOptions for this call)."""
-    context = tf.distribute.get_replica_context()
-    return context.all_reduce(tf.distribute.ReduceOp.SUM, values, options=options)
-
-
-def local_result(tf: Any, strategy: Any, result: Any) -> Any:
-    """This worker's copy of a (nested) per-replica result of ``strategy.run``."""
-    return tf.nest.map_structure(lambda r: strategy.experimental_local_results(r)[0], result)
-
-
-def finish(name: str, linger: float = 120.0) -> NoReturn:
-    """Print :data:`TIMING_DONE`, then wait (at most ``linger`` s) for the launcher to end
-    this worker: leaving could break a peer still fetching the last chunk it serves, and a
-    normal exit waits in TensorFlow's shutdown barrier."""
-    print(f"[{name}] {TIMING_DONE}", flush=True)
-    sys.stderr.flush()
-    time.sleep(linger)
-    os._exit(0)
 
 
 # -- Where a TensorFlow program learns its cluster: TF_CONFIG (the local clusters set it),

@@ -1,22 +1,12 @@
 """One worker of synchronous multi-worker training (MultiWorkerMirroredStrategy).
 
 Every worker runs this same program. It learns the cluster and its own place in it from
-``TF_CONFIG`` (or SLURM / Kubernetes with ``--resolver``), builds the strategy, the
-model and the optimizer, and trains with a custom loop; after every step the workers'
-gradients have been summed by a collective all-reduce, so their weights stay identical.
-Worker 0 is the chief: it writes the checkpoints that a restarted cluster resumes from.
-
-On two real machines (each with this repository installed) run, on machine A:
-
-    TF_CONFIG='{"cluster": {"worker": ["a.example:12345", "b.example:12345"]},
-                "task": {"type": "worker", "index": 0}}' \\
-        python -m helpers.workers.mwms_train --steps 100 --checkpoint-dir /shared/ckpt
-
-and the same on machine B with ``"index": 1``. The checkpoint directory must be one both
-can read (a shared file system or a bucket) for a restart to resume. If a peer has not
-connected within ``--connect-timeout`` seconds, the worker gives up and says which. Each
-worker's gRPC server listens on every address of its machine (security:
-:mod:`helpers.workers.common`).
+``TF_CONFIG`` (or SLURM / Kubernetes with ``--resolver``), builds the strategy, the model
+and the optimizer, and trains with a custom loop; after every step the workers' gradients
+have been summed by a collective all-reduce, so their weights stay identical. Worker 0 is
+the chief: it writes the checkpoints a restarted cluster resumes from (on several
+machines, into a folder all of them can read). A worker whose peers have not connected
+within ``--connect-timeout`` seconds gives up and names them.
 """
 
 from __future__ import annotations
@@ -145,10 +135,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def make_strategy(tf: Any, resolver: Any, timeout: float, collective: str = "auto") -> Any:
-    """MWMS with RING all-reduce on CPUs and NCCL on GPUs, and a timeout on collectives.
-
-    The timeout turns a dead peer into an error on the survivors instead of a hang.
-    """
+    """MWMS with RING all-reduce on CPUs and NCCL on GPUs, and a timeout on collectives
+    (a dead peer becomes an error on the survivors instead of a hang)."""
     gpus = tf.config.list_physical_devices("GPU")
     for gpu in gpus:  # several workers may share one GPU on a single machine
         tf.config.experimental.set_memory_growth(gpu, True)
@@ -198,10 +186,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=30.0,
                         help="seconds a collective may wait for a peer before failing")
     parser.add_argument("--collective", choices=("auto", "ring", "nccl"), default="auto",
-                        help="all-reduce: auto is NCCL with GPUs, RING without; use ring "
-                             "when workers share one GPU")
-    parser.add_argument("--try-fit", action="store_true",
-                        help="first try Keras model.fit under the strategy and report the result")
+                        help="auto: NCCL with GPUs, else RING (ring when workers share a GPU)")
+    parser.add_argument("--try-fit", action="store_true", help="first try Keras model.fit")
     parser.add_argument("--connect-timeout", type=float, default=120.0,
                         help="seconds to wait for every task of the cluster to connect")
     parser.add_argument("--resolver", choices=RESOLVERS, default="tf_config")

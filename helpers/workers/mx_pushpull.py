@@ -79,8 +79,7 @@ def time_groups(mx: Any, kv: Any, args: argparse.Namespace) -> None:
                                   first_key=KEY_PREFIX, init=False)
             say(kv, f"group of {group}: " + ", ".join(
                 f"{r['bytes']} B {r['median_s'] * 1e3:.2f} ms" for r in rows))
-            report(kv, workers=group, push_pull=[
-                {k: r[k] for k in ("bytes", "median_s", "best_s")} for r in rows])
+            report(kv, workers=group, push_pull=rows)
         kv._barrier()
 
 

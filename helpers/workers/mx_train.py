@@ -1,37 +1,30 @@
 """Data-parallel training of a small Gluon network over MXNet's distributed kvstore.
 
-Every worker builds the same network, joins the kvstore and trains with
-``gluon.Trainer(..., kvstore=kv)``. Each step takes one *global* batch of the digits
-data (the same sequence of batches on every worker) and each worker computes the
-gradient of its own slice, ``batch[rank::num_workers]``:
-
-* ``dist_sync``: the servers sum the slices' gradients and apply one SGD step per global
-  batch (``trainer.step(global_batch)`` averages over it), the same arithmetic as one
-  worker on the whole batch; every worker then pulls identical weights.
-* ``dist_async``: the servers apply each worker's gradient as soon as it arrives
-  (``trainer.step(local_batch)``), no worker waits for another, and the weights a worker
-  holds are whatever it pulled last.
-
-Each step is timed in two parts, with ``mx.nd.waitall()`` after each: compute (forward
-and backward, plus ``--slow-ms`` of sleep on worker ``--slow-rank`` to play a slower
-device) and communication (``trainer.step``: push, update, pull). ``--compute-batches``
-also times forward + backward alone for several batch sizes, ``--sizes-kb`` push + pull
-round trips. One ``RESULT`` line carries everything back.
+Every worker builds the same network and trains with ``gluon.Trainer(..., kvstore=kv)``.
+Each step takes one *global* batch of the digits data (the same batches on every worker)
+and each worker computes the gradient of its slice, ``batch[rank::num_workers]``. Under
+``dist_sync`` the servers sum the slices' gradients and apply one SGD step per global
+batch, the arithmetic of one worker on the whole batch; under ``dist_async`` they apply
+each worker's gradient as it arrives, and a worker holds whatever it pulled last. Each
+step is timed in two parts: compute (plus ``--slow-ms`` of sleep on worker
+``--slow-rank``, a slower device) and communication (``trainer.step``: push, update,
+pull). ``--compute-batches`` and ``--sizes-kb`` time compute and round trips alone.
 """
 
 import argparse
+import hashlib
 import os
-import statistics
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
 from helpers.data import load_digits
 from helpers.frameworks import import_mxnet
+from helpers.measure import benchmark
 from helpers.workers.common import check_flags
-from helpers.workers.mx_worker import connect, digest, dmlc_env_problem, report, say, time_push_pull
+from helpers.workers.mx_worker import connect, dmlc_env_problem, report, say, time_push_pull
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -108,10 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     say(kv, f"done: {args.steps - args.warmup_steps} timed steps in {loop_seconds:.3f} s, "
             f"train loss {train_loss:.4f}, test accuracy {accuracy:.3f}")
 
-    push_pull = []
-    if args.sizes_kb:
-        push_pull = time_push_pull(kv, [kb * 1024 for kb in args.sizes_kb])
-        push_pull = [{k: r[k] for k in ("bytes", "median_s", "best_s")} for r in push_pull]
+    push_pull = time_push_pull(kv, [kb * 1024 for kb in args.sizes_kb])
     report(kv, kvstore=kv.type, device=str(ctx), data=digits.source, steps=args.steps,
            timed_steps=args.steps - args.warmup_steps, global_batch=args.global_batch,
            local_batch=local_batch, param_bytes=param_bytes, loop_seconds=loop_seconds,
@@ -121,23 +111,28 @@ def main(argv: list[str] | None = None) -> None:
            compute_by_batch=compute_by_batch, push_pull=push_pull)
 
 
-def time_compute(mx: Any, net: Any, loss_fn: Any, x: Any, y: Any, batches: list[int], ctx: Any,
-                 repeat: int = 10, warmup: int = 2) -> dict[str, float]:
+def time_compute(mx: Any, net: Any, loss_fn: Any, x: Any, y: Any, batches: list[int],
+                 ctx: Any) -> dict[str, float]:
     """Median seconds of forward + backward at each per-worker batch size."""
     out = {}
     for b in batches:
         data, label = mx.nd.array(x[:b], ctx=ctx), mx.nd.array(y[:b], ctx=ctx)
-        samples = []
-        for r in range(warmup + repeat):
-            start = time.perf_counter()
+
+        def forward_backward(data: Any = data, label: Any = label) -> None:
             with mx.autograd.record():
                 loss = loss_fn(net(data), label)
             loss.backward()
-            mx.nd.waitall()
-            if r >= warmup:
-                samples.append(time.perf_counter() - start)
-        out[str(b)] = statistics.median(samples)
+
+        out[str(b)] = benchmark(forward_backward, sync="mxnet", warmup=2, repeat=10).median
     return out
+
+
+def digest(arrays: Iterable[Any]) -> str:
+    """A short hash of arrays' exact bytes: equal digests mean bit-identical weights."""
+    sha = hashlib.sha256()
+    for array in arrays:
+        sha.update(array.asnumpy().tobytes() if hasattr(array, "asnumpy") else bytes(array))
+    return sha.hexdigest()[:16]
 
 
 def parse_args(argv: list[str] | None = None,

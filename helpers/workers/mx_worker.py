@@ -11,19 +11,16 @@ by each program first thing (:func:`helpers.frameworks.import_mxnet`), never her
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import socket
 import statistics
 import sys
-import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
-
-import numpy as np
 
 from helpers.checks import require_int
 from helpers.frameworks import import_mxnet
+from helpers.measure import benchmark
 from helpers.output import Table
 from helpers.workers import common
 from helpers.workers.common import RESULT_PREFIX as RESULT_PREFIX  # for helpers.mx_cluster
@@ -36,12 +33,9 @@ REQUIRED_ENV = ("DMLC_ROLE", "DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_
 
 
 def connect(kind: str = "dist_sync") -> Any:
-    """Create the distributed kvstore ``kind`` and announce readiness on stdout.
-
-    It also makes an uncaught exception end the process at once with exit code 1: by
-    default a worker that raises waits in ps-lite's shutdown barrier for workers that
-    wait for its next push, and the whole cluster hangs until a timeout.
-    """
+    """Create the distributed kvstore ``kind``, announce readiness, and make an uncaught
+    exception end the process at once (exit code 1): by default a worker that raises waits
+    in ps-lite's shutdown barrier for workers that wait for its next push, and all hang."""
     kv = import_mxnet().kv.create(kind)
     sys.excepthook = _exit_at_once
     print(f"{READY}: rank {kv.rank} of {kv.num_workers} ({kv.type})", flush=True)
@@ -70,46 +64,32 @@ def message_key(first_key: int | str, index: int) -> int | str:
     return first_key + index if isinstance(first_key, int) else f"{first_key}{index}"
 
 
-def time_push_pull(
-    kv: Any, sizes_bytes: Sequence[int], repeat: int = 10, warmup: int = 2,
-    first_key: int | str = 1000, init: bool = True,
-) -> list[dict[str, Any]]:
-    """Median seconds of one push followed by a pull of ``size`` bytes, per size.
+def time_push_pull(kv: Any, sizes_bytes: Sequence[int], repeat: int = 10, warmup: int = 2,
+                   first_key: int | str = 1000, init: bool = True) -> list[dict[str, Any]]:
+    """Median and best seconds of one push followed by a pull of ``size`` bytes, per size.
 
-    Every worker taking part calls it with the same sizes. A kvstore takes int keys or
-    str keys, never both: ``first_key`` says which (N gives N, N+1, ...; S gives S0,
-    S1, ...), so it can share a store with Gluon's Trainer (int keys 0, 1, ...).
-    ``wait_to_read`` ends each round trip: MXNet returns from ``push``/``pull`` before the
-    bytes have moved. ``init=False`` uses keys every worker initialised before
-    (``kv.init`` is collective), so that only some of the workers can time round trips.
+    A kvstore takes int keys or str keys, never both: ``first_key`` says which (N gives N,
+    N+1, ...; S gives S0, S1, ...), so it can share a store with Gluon's Trainer (int keys
+    0, 1, ...). ``kv.init`` is collective: ``init=False`` uses keys every worker initialised
+    before, so that only some of the workers time round trips.
     """
     mx = import_mxnet()
     rows = []
     for i, size in enumerate(sizes_bytes):
-        n = size // 4
-        key = message_key(first_key, i)
+        key, n = message_key(first_key, i), size // 4
         if init:
             kv.init(key, mx.nd.zeros((n,)))
         value, out = mx.nd.ones((n,)), mx.nd.zeros((n,))
-        samples = []
-        for r in range(warmup + repeat):
-            start = time.perf_counter()
+
+        def round_trip(key: int | str = key, value: Any = value, out: Any = out) -> Any:
             kv.push(key, value)
             kv.pull(key, out=out)
-            out.wait_to_read()
-            if r >= warmup:
-                samples.append(time.perf_counter() - start)
-        rows.append({"bytes": 4 * n, "median_s": statistics.median(samples),
-                     "best_s": min(samples), "samples": samples})
+            return out  # MXNet returns before the bytes have moved: the sync waits for them
+
+        result = benchmark(round_trip, sync=lambda out: out.wait_to_read(), warmup=warmup,
+                           repeat=repeat)
+        rows.append({"bytes": 4 * n, "median_s": result.median, "best_s": result.best})
     return rows
-
-
-def digest(arrays: Iterable[Any]) -> str:
-    """A short hash of arrays' exact bytes: equal digests mean bit-identical weights."""
-    sha = hashlib.sha256()
-    for array in arrays:
-        sha.update(array.asnumpy().tobytes() if hasattr(array, "asnumpy") else bytes(array))
-    return sha.hexdigest()[:16]
 
 
 def training_table(records: Sequence[dict[str, Any]]) -> Table:
@@ -130,7 +110,8 @@ def median_step_seconds(records: Sequence[dict[str, Any]]) -> float:
     """Median seconds per step (compute + communication) of the slowest worker: in
     synchronous training every step waits for it; the median leaves out steps slowed by
     other programs."""
-    return max(statistics.median(np.add(r["compute_s"], r["comm_s"])) for r in records)
+    return max(statistics.median(map(sum, zip(r["compute_s"], r["comm_s"], strict=True)))
+               for r in records)
 
 
 def dmlc_env_problem(environ: Mapping[str, str] | None = None,

@@ -1,21 +1,14 @@
 """The TF1 distributed digits CNN: one program for the parameter server and every worker.
 
-This is the classic *between-graph replication* program of TensorFlow 1, run on
-TensorFlow 2 through ``tf.compat.v1``. Every task runs the same file; flags say which
-job and task it is and where the others are:
-
-    python -m helpers.workers.tf1_mnist --job_name=ps --task_index=0 \\
-        --ps_hosts=host0:2222 --worker_hosts=host1:2222,host2:2222,host3:2222
-    python -m helpers.workers.tf1_mnist --job_name=worker --task_index=1 ...   # etc.
-
-The parameter server only serves (it blocks in ``server.join()`` and never exits by
-itself). Each worker builds its own copy of the graph with ``replica_device_setter``,
-which puts the variables on the parameter server and the computation on the worker.
-Worker 0 is the chief: its ``Supervisor`` initialises the variables, the others wait for
-that. ``--nodevice_filters`` drops the session's device filters, which makes a
-non-chief worker hang at the session start (the fault the notebook shows). Every task's
-server listens on every address and runs the graphs clients send it (security:
-:mod:`helpers.workers.common`).
+The classic *between-graph replication* program of TensorFlow 1, run through
+``tf.compat.v1``: every task runs this file, and flags say which job and task it is and
+where the others are (``--job_name=ps --task_index=0 --ps_hosts=h0:2222
+--worker_hosts=h1:2222,h2:2222``). The parameter server only serves, in
+``server.join()``. Each worker builds its own copy of the graph with
+``replica_device_setter`` (variables on the ps, computation on itself); worker 0 is the
+chief, whose ``Supervisor`` initialises the variables while the others wait.
+``--nodevice_filters`` makes a non-chief worker hang at the session start (the fault the
+notebook shows).
 """
 
 from __future__ import annotations

@@ -3,42 +3,32 @@ inside a training step.
 
 Every worker of a local TensorFlow cluster runs this program with the same flags (every
 collective waits for all members of its group), one replica each, with RING all-reduce
-(gRPC between the processes). Each measurement is one ``RESULT`` line.
-
-Notebook 11 (no ``--batches``): at the largest ``--sizes-kb``, the strategy's own
-all-reduce over all workers, reading from its traced graph which op does the work; at
-every size that op, ``CollectiveReduceV2``, called directly on groups of the first 1, 2,
-... workers (a collective involves only its members, so one cluster measures every group
-while the others wait; a group of one exchanges nothing); with ``--tensors K``, K small
-tensors as K collectives, as one pack, and packed by hand.
-
-Notebook 12 (``--batches``): per batch, in alternating rounds, the **compute** of a copy of
-the model outside the strategy, the data-parallel **step** (gradients all-reduced in one
-pack), and the step with the gradients cut into packs (overlap); the **exchange** of a
-gradient-shaped list alone; ``--sizes-kb`` all-reduces for a latency-bandwidth fit; and
-``--micro-batches`` K accumulated locally and exchanged once, against K steps. The update
-is plain SGD written out: a Keras optimizer would all-reduce the gradients again.
+(gRPC between the processes); each measurement is one ``RESULT`` line. Notebook 11 (no
+``--batches``): the strategy's all-reduce, the op it runs (``CollectiveReduceV2``) called
+directly on groups of the first 1, 2, ... workers, and with ``--tensors`` fusion. Notebook
+12 (``--batches``): a step's compute alone, the data-parallel step (one pack, several
+packs), the exchange alone, and gradient accumulation; the update is plain SGD written
+out, since a Keras optimizer would all-reduce the gradients again.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 import sys
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 from helpers.costs import layer_costs, training_flops_per_example
 from helpers.frameworks import import_tensorflow
 from helpers.measure import benchmark
 from helpers.training import build_model, training_arrays
 from helpers.workers.common import (
-    all_reduce,
+    TIMING_DONE,
     check_flags,
     cluster_resolver,
-    finish,
-    local_result,
     report,
     resolver_problem,
 )
@@ -65,12 +55,7 @@ def time_all_reduce(tf: Any, strategy: Any, args: argparse.Namespace) -> None:
     if max(args.groups) > workers:
         raise SystemExit(f"--groups {args.groups} larger than the {workers} workers")
     keys = iter(range(INSTANCE_KEY_BASE, INSTANCE_KEY_BASE + 1_000_000))
-    strategy_all_reduce = all_reduce_one(tf, strategy)  # the strategy's all-reduce
-
-    def timed(fn: Any, x: Any) -> dict[str, float]:
-        result = benchmark(lambda: fn(x), sync=fetched, warmup=args.warmup, repeat=args.repeat)
-        return {"seconds": result.median, "best": result.best}
-
+    strategy_all_reduce = all_reduce_one(tf, strategy)
     barrier_value = tf.ones([1])
 
     def barrier() -> None:  # an all-reduce over everyone: nobody leaves before all arrive
@@ -96,7 +81,8 @@ def time_all_reduce(tf: Any, strategy: Any, args: argparse.Namespace) -> None:
             total = fetched(strategy_all_reduce(x))
             report(rank=rank, kind="strategy", workers=workers, bytes=4 * elements,
                    correct=total == workers * (workers + 1) / 2,
-                   ops=collective_ops(strategy_all_reduce, x), **timed(strategy_all_reduce, x))
+                   ops=collective_ops(strategy_all_reduce, x),
+                   **timed(args, strategy_all_reduce, x))
         for size in args.groups:
             instance_key = next(keys)  # taken by every worker, so members agree on it
             barrier()
@@ -104,7 +90,7 @@ def time_all_reduce(tf: Any, strategy: Any, args: argparse.Namespace) -> None:
                 reduce = direct_all_reduce(size, elements, instance_key)
                 total = fetched(reduce(x))
                 report(rank=rank, kind="op", workers=size, bytes=4 * elements,
-                       correct=total == size * (size + 1) / 2, **timed(reduce, x))
+                       correct=total == size * (size + 1) / 2, **timed(args, reduce, x))
             barrier()
     if not args.tensors:
         return
@@ -132,16 +118,14 @@ def time_all_reduce(tf: Any, strategy: Any, args: argparse.Namespace) -> None:
     ways = {"one collective per tensor": per_replica(Options(bytes_per_pack=1)),
             "one pack (bytes_per_pack=0)": per_replica(Options(bytes_per_pack=0)),
             "packed by hand": by_hand}
-    repeat = min(args.repeat, 3)  # one collective per tensor is slow: a few runs suffice
     for label, fn in ways.items():
         barrier()
         total = fetched(fn(small))
-        result = benchmark(lambda fn=fn: fn(small), sync=fetched, warmup=args.warmup,
-                           repeat=repeat)
         report(rank=rank, kind="fusion", way=label, tensors=args.tensors,
                bytes=4 * n * args.tensors, workers=workers,
-               collectives=len(collective_ops(fn, small)), seconds=result.median,
-               best=result.best, correct=total == workers * (workers + 1) / 2)
+               collectives=len(collective_ops(fn, small)),
+               correct=total == workers * (workers + 1) / 2,
+               **timed(args, fn, small, repeat=min(args.repeat, 3)))  # slow: a few runs do
 
 
 def time_steps(tf: Any, strategy: Any, args: argparse.Namespace) -> None:
@@ -214,10 +198,6 @@ def time_steps(tf: Any, strategy: Any, args: argparse.Namespace) -> None:
             return local(strategy.run(replica, args=(xs, ys)))
         return step
 
-    def seconds(fn: Any, *inputs: Any) -> float:
-        return benchmark(lambda: fn(*inputs), sync=fetched, warmup=args.warmup,
-                         repeat=args.repeat).median
-
     def side_by_side(**calls: tuple[Any, ...]) -> dict[str, float]:
         """Median seconds of each ``(function, *inputs)``, timed in alternating rounds: a
         burst of load from other programs then slows every call of the round, not one."""
@@ -239,9 +219,9 @@ def time_steps(tf: Any, strategy: Any, args: argparse.Namespace) -> None:
     one = all_reduce_one(tf, strategy)
     for kb in args.sizes_kb:
         report(rank=rank, kind="all-reduce", bytes=kb * 1024,
-               seconds=seconds(one, tf.ones([kb * 256])))
+               seconds=timed(args, one, tf.ones([kb * 256]))["seconds"])
     report(rank=rank, kind="exchange", bytes=int(grad_bytes),
-           seconds=seconds(exchange, [tf.ones(v.shape) for v in variables]))
+           seconds=timed(args, exchange, [tf.ones(v.shape) for v in variables])["seconds"])
     one_pack = data_parallel_step(Options(bytes_per_pack=0))
     pack_bytes = max(1, int(grad_bytes) // args.packs)
     packed = data_parallel_step(Options(bytes_per_pack=pack_bytes))
@@ -263,6 +243,18 @@ def time_steps(tf: Any, strategy: Any, args: argparse.Namespace) -> None:
         accumulated=(accumulate_step(), xs, ys), separate=(k_steps,)))
 
 
+def all_reduce(tf: Any, values: Any, options: Any = None) -> Any:
+    """Sum ``values`` over all replicas from inside ``strategy.run``: the call Keras'
+    optimizer makes for the gradients (``options``: CommunicationOptions for this call)."""
+    context = tf.distribute.get_replica_context()
+    return context.all_reduce(tf.distribute.ReduceOp.SUM, values, options=options)
+
+
+def local_result(tf: Any, strategy: Any, result: Any) -> Any:
+    """This worker's copy of a (nested) per-replica result of ``strategy.run``."""
+    return tf.nest.map_structure(lambda r: strategy.experimental_local_results(r)[0], result)
+
+
 def all_reduce_one(tf: Any, strategy: Any) -> Any:
     """The strategy's all-reduce of one tensor over every worker (each worker: one replica)."""
     @tf.function
@@ -275,6 +267,22 @@ def all_reduce_one(tf: Any, strategy: Any) -> Any:
 def fetched(result: Any) -> float:
     """The timed calls return one element: fetching it waits for the collective."""
     return float(result.numpy())
+
+
+def timed(args: argparse.Namespace, fn: Any, *inputs: Any, repeat: int = 0) -> dict[str, float]:
+    result = benchmark(lambda: fn(*inputs), sync=fetched, warmup=args.warmup,
+                       repeat=repeat or args.repeat)
+    return {"seconds": result.median, "best": result.best}
+
+
+def finish(name: str, linger: float = 120.0) -> NoReturn:
+    """Print :data:`~helpers.workers.common.TIMING_DONE`, then wait (at most ``linger`` s)
+    for the launcher to end this worker: leaving could break a peer still fetching the last
+    chunk it serves, and a normal exit waits in TensorFlow's shutdown barrier."""
+    print(f"[{name}] {TIMING_DONE}", flush=True)
+    sys.stderr.flush()
+    time.sleep(linger)
+    os._exit(0)
 
 
 def collective_ops(tf_function: Any, *args: Any) -> list[dict[str, Any]]:
@@ -294,15 +302,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="message sizes (KiB of float32) per worker")
     parser.add_argument("--groups", type=int, nargs="+", default=[1, 2],
                         help="sizes of the groups of workers timed with the op itself")
-    parser.add_argument("--tensors", type=int, default=0,
-                        help="fusion: how many small tensors to all-reduce (0: skip)")
+    parser.add_argument("--tensors", type=int, default=0, help="fusion: small tensors (0: skip)")
     parser.add_argument("--tensor-kb", type=int, default=4, help="fusion: KiB per small tensor")
     parser.add_argument("--batches", type=int, nargs="*", default=[],
                         help="time training steps at these per-replica batches (notebook 12)")
-    parser.add_argument("--micro-batches", type=int, default=4,
-                        help="gradient accumulation: micro-batches per exchange")
-    parser.add_argument("--packs", type=int, default=4,
-                        help="overlap: packs the gradients are cut into")
+    parser.add_argument("--micro-batches", type=int, default=4, help="accumulated per exchange")
+    parser.add_argument("--packs", type=int, default=4, help="overlap: packs of gradients")
     parser.add_argument("--learning-rate", type=float, default=0.01)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=2)
