@@ -60,7 +60,7 @@ def cluster_resolver(kind: str = "tf_config") -> Any:
                 kind, resolvers.TFConfigClusterResolver)()
 
 
-def read_tf_config(text: str | None, resolve_own_host: bool = True) -> dict[str, Any]:
+def read_tf_config(text: str | None) -> dict[str, Any]:
     """The parsed ``TF_CONFIG``, or ValueError naming what is wrong with it (this task's
     own host must resolve: its server listens there; the peers' may come up later)."""
     example = ('e.g. {"cluster": {"worker": ["127.0.0.1:20000", "127.0.0.1:20001"]}, '
@@ -99,20 +99,19 @@ def read_tf_config(text: str | None, resolve_own_host: bool = True) -> dict[str,
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n:
         raise ValueError(f"TF_CONFIG's task index must be an int from 0 to {n - 1} (job "
                          f"{job!r} lists {n} address(es)), not {index!r}")
-    if resolve_own_host:
-        host = cluster[job][index].rsplit(":", 1)[0].strip("[]")
-        try:
-            socket.getaddrinfo(host, None)
-        except (socket.gaierror, UnicodeError):
-            raise ValueError(f"TF_CONFIG gives this task ({job} {index}) the host {host!r}, "
-                             "which does not resolve to an address; use this machine's name "
-                             "or address") from None
+    host = cluster[job][index].rsplit(":", 1)[0].strip("[]")
+    try:
+        socket.getaddrinfo(host, None)
+    except (socket.gaierror, UnicodeError):
+        raise ValueError(f"TF_CONFIG gives this task ({job} {index}) the host {host!r}, "
+                         "which does not resolve to an address; use this machine's name "
+                         "or address") from None
     return config
 
 
-def resolver_problem(kind: str, environ: Mapping[str, str] | None = None) -> str | None:
+def resolver_problem(kind: str) -> str | None:
     """Why the cluster resolver ``kind`` cannot work in this environment, or None."""
-    env = os.environ if environ is None else environ
+    env = os.environ
     if kind == "tf_config":
         try:
             read_tf_config(env.get("TF_CONFIG"))
@@ -162,10 +161,10 @@ os.kill(parent, signal.SIGKILL)
 @contextmanager
 def deadline_for_peers(seconds: float, from_tf_config: bool = True) -> Iterator[None]:
     """Kill this process, saying why, unless the ``with`` block ends within ``seconds``
-    (``from_tf_config``: name this task and the peers TF_CONFIG lists)."""
+    (``from_tf_config``: name this task and the peers TF_CONFIG, checked before, lists)."""
     who, peers = "this task", []
-    if from_tf_config and os.environ.get("TF_CONFIG"):
-        config = read_tf_config(os.environ["TF_CONFIG"], resolve_own_host=False)
+    if from_tf_config:
+        config = json.loads(os.environ["TF_CONFIG"])
         me = (config["task"]["type"], config["task"]["index"])
         who = f"{me[0]}-{me[1]}"
         peers = [f"{job}-{i}={address}" for job, addresses in config["cluster"].items()

@@ -14,6 +14,7 @@ pull). ``--compute-batches`` and ``--sizes-kb`` time compute and round trips alo
 import argparse
 import hashlib
 import os
+import statistics
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -22,7 +23,6 @@ import numpy as np
 
 from helpers.data import load_digits
 from helpers.frameworks import import_mxnet
-from helpers.measure import benchmark
 from helpers.workers.common import check_flags
 from helpers.workers.mx_worker import connect, dmlc_env_problem, report, say, time_push_pull
 
@@ -112,18 +112,21 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def time_compute(mx: Any, net: Any, loss_fn: Any, x: Any, y: Any, batches: list[int],
-                 ctx: Any) -> dict[str, float]:
+                 ctx: Any, repeat: int = 10, warmup: int = 2) -> dict[str, float]:
     """Median seconds of forward + backward at each per-worker batch size."""
     out = {}
     for b in batches:
         data, label = mx.nd.array(x[:b], ctx=ctx), mx.nd.array(y[:b], ctx=ctx)
-
-        def forward_backward(data: Any = data, label: Any = label) -> None:
+        samples = []
+        for r in range(warmup + repeat):
+            start = time.perf_counter()
             with mx.autograd.record():
                 loss = loss_fn(net(data), label)
             loss.backward()
-
-        out[str(b)] = benchmark(forward_backward, sync="mxnet", warmup=2, repeat=10).median
+            mx.nd.waitall()
+            if r >= warmup:
+                samples.append(time.perf_counter() - start)
+        out[str(b)] = statistics.median(samples)
     return out
 
 

@@ -15,12 +15,12 @@ import os
 import socket
 import statistics
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from helpers.checks import require_int
 from helpers.frameworks import import_mxnet
-from helpers.measure import benchmark
 from helpers.output import Table
 from helpers.workers import common
 from helpers.workers.common import RESULT_PREFIX as RESULT_PREFIX  # for helpers.mx_cluster
@@ -80,15 +80,16 @@ def time_push_pull(kv: Any, sizes_bytes: Sequence[int], repeat: int = 10, warmup
         if init:
             kv.init(key, mx.nd.zeros((n,)))
         value, out = mx.nd.ones((n,)), mx.nd.zeros((n,))
-
-        def round_trip(key: int | str = key, value: Any = value, out: Any = out) -> Any:
+        samples = []
+        for r in range(warmup + repeat):
+            start = time.perf_counter()
             kv.push(key, value)
             kv.pull(key, out=out)
-            return out  # MXNet returns before the bytes have moved: the sync waits for them
-
-        result = benchmark(round_trip, sync=lambda out: out.wait_to_read(), warmup=warmup,
-                           repeat=repeat)
-        rows.append({"bytes": 4 * n, "median_s": result.median, "best_s": result.best})
+            out.wait_to_read()  # MXNet returns from push and pull before the bytes have moved
+            if r >= warmup:
+                samples.append(time.perf_counter() - start)
+        rows.append({"bytes": 4 * n, "median_s": statistics.median(samples),
+                     "best_s": min(samples)})
     return rows
 
 
