@@ -9,8 +9,6 @@ run what clients send, so anyone who can reach a port can run code as you. Keep 
 on 127.0.0.1 or, across machines, on a private network, a VPN or SSH tunnels.
 """
 
-from __future__ import annotations
-
 import argparse
 import importlib.util
 import json

@@ -9,8 +9,6 @@ machines, into a folder all of them can read). A worker whose peers have not con
 within ``--connect-timeout`` seconds gives up and names them.
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import os
@@ -32,13 +30,7 @@ from helpers.training import (
     training_arrays,
     weights_checksum,
 )
-from helpers.workers.common import (
-    RESOLVERS,
-    check_flags,
-    cluster_resolver,
-    deadline_for_peers,
-    resolver_problem,
-)
+from helpers.workers import common
 
 #: Exit code of a worker that lost a peer (EX_TEMPFAIL: "try again", i.e. restart).
 EXIT_PEER_LOST = 75
@@ -49,8 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     tf = import_tensorflow()
     peer_lost = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError,
                  tf.errors.AbortedError, tf.errors.CancelledError)
-    resolver = cluster_resolver(args.resolver)
-    with deadline_for_peers(args.connect_timeout, args.resolver == "tf_config"):  # waits for all
+    resolver = common.cluster_resolver(args.resolver)
+    # The strategy waits for every worker to connect: give up after --connect-timeout.
+    with common.deadline_for_peers(args.connect_timeout, args.resolver == "tf_config"):
         strategy, collective = make_strategy(tf, resolver, args.timeout, args.collective)
     task_type, task_id = strategy.cluster_resolver.task_type, strategy.cluster_resolver.task_id
     name = f"{task_type}-{task_id}"
@@ -190,14 +183,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--try-fit", action="store_true", help="first try Keras model.fit")
     parser.add_argument("--connect-timeout", type=float, default=120.0,
                         help="seconds to wait for every task of the cluster to connect")
-    parser.add_argument("--resolver", choices=RESOLVERS, default="tf_config")
+    parser.add_argument("--resolver", choices=common.RESOLVERS, default="tf_config")
     args = parser.parse_args(argv)
-    check_flags(parser, args,
-                ints={"steps": (1, None), "batch_per_replica": (1, 1 << 16),
-                      "examples": (1, None), "checkpoint_every": (1, None), "seed": (0, None)},
-                numbers={"learning_rate": {"above": 0}, "timeout": {"above": 0},
-                         "connect_timeout": {"above": 0}},
-                problem=resolver_problem(args.resolver))
+    common.check_flags(
+        parser, args, ints={"steps": (1, None), "batch_per_replica": (1, 1 << 16),
+                            "examples": (1, None), "checkpoint_every": (1, None),
+                            "seed": (0, None)},
+        numbers={"learning_rate": {"above": 0}, "timeout": {"above": 0},
+                 "connect_timeout": {"above": 0}}, problem=common.resolver_problem(args.resolver))
     for flag, folder in (("--checkpoint-dir", args.checkpoint_dir), ("--out-dir", args.out_dir)):
         if not folder:
             continue

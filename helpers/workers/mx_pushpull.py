@@ -1,15 +1,11 @@
 """Push and pull on MXNet's distributed kvstore: what the servers return, and how long it takes.
 
 Notebook 09: each worker pushes ``rank + 1`` (times the round number) into one key and
-pulls it back; the servers sum the pushes of all workers, so every worker pulls the sum.
-
-Notebook 11 (``--groups``, ``--sizes-kb``): for each group size g, the workers of rank < g
-time push + pull round trips while the others wait at a barrier, so one cluster measures
-1, 2 and 4 workers. Under ``dist_sync`` a server would hold every pull until *all* workers
-had pushed, so this uses ``dist_async``, where a server applies each push as it arrives;
-that needs an optimizer on the server (plain SGD: one multiply-add per element, as cheap
-as a synchronous server's sum). ``--start-file``: join, then wait for that file, so a
-launcher can start the cluster early and let it measure when the machine is quiet.
+pulls back the servers' sum of all workers' pushes. Notebook 11 (``--groups``,
+``--sizes-kb``): for each group size g, the workers of rank < g time push + pull round
+trips while the others wait at a barrier, under ``dist_async`` (``dist_sync`` would hold a
+group's pulls until every worker of the cluster had pushed); ``--start-file`` lets a
+launcher start the cluster early and have it measure when the machine is quiet.
 """
 
 import argparse

@@ -1,12 +1,9 @@
 """Data-parallel training of a small Gluon network over MXNet's distributed kvstore.
 
-Every worker builds the same network and trains with ``gluon.Trainer(..., kvstore=kv)``.
-Each step takes one *global* batch of the digits data (the same batches on every worker)
-and each worker computes the gradient of its slice, ``batch[rank::num_workers]``. Under
-``dist_sync`` the servers sum the slices' gradients and apply one SGD step per global
-batch, the arithmetic of one worker on the whole batch; under ``dist_async`` they apply
-each worker's gradient as it arrives, and a worker holds whatever it pulled last. Each
-step is timed in two parts: compute (plus ``--slow-ms`` of sleep on worker
+Every worker trains the same network with ``gluon.Trainer(..., kvstore=kv)`` on its slice
+``batch[rank::num_workers]`` of each global batch, under ``dist_sync`` (one SGD step per
+global batch on the servers) or ``dist_async`` (each gradient applied as it arrives).
+Each step is timed in two parts: compute (plus ``--slow-ms`` of sleep on worker
 ``--slow-rank``, a slower device) and communication (``trainer.step``: push, update,
 pull). ``--compute-batches`` and ``--sizes-kb`` time compute and round trips alone.
 """

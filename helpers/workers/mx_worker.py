@@ -4,11 +4,9 @@
 A worker and the launcher (:mod:`helpers.mx_cluster`) talk through the worker's log, as
 on a real cluster: :func:`connect` prints :data:`READY` once MXNet returns the kvstore,
 which happens only after the scheduler has registered every server and worker; then
-``RESULT {json}`` lines (:func:`report`) carry the numbers back. MXNet itself is imported
-by each program first thing (:func:`helpers.frameworks.import_mxnet`), never here.
+``RESULT {json}`` lines (:func:`report`) carry the numbers back. Importing this module
+does not import MXNet: a program checks its flags and environment first.
 """
-
-from __future__ import annotations
 
 import argparse
 import os
@@ -68,10 +66,9 @@ def time_push_pull(kv: Any, sizes_bytes: Sequence[int], repeat: int = 10, warmup
                    first_key: int | str = 1000, init: bool = True) -> list[dict[str, Any]]:
     """Median and best seconds of one push followed by a pull of ``size`` bytes, per size.
 
-    A kvstore takes int keys or str keys, never both: ``first_key`` says which (N gives N,
-    N+1, ...; S gives S0, S1, ...), so it can share a store with Gluon's Trainer (int keys
-    0, 1, ...). ``kv.init`` is collective: ``init=False`` uses keys every worker initialised
-    before, so that only some of the workers time round trips.
+    A kvstore takes int keys or str keys, never both: ``first_key`` says which (N: N, N+1,
+    ...; S: S0, S1, ...), so it can share a store with Gluon's Trainer (int keys 0, 1, ...).
+    ``init=False`` uses keys every worker initialised before (``kv.init`` is collective).
     """
     mx = import_mxnet()
     rows = []
@@ -117,12 +114,9 @@ def median_step_seconds(records: Sequence[dict[str, Any]]) -> float:
 
 def dmlc_env_problem(environ: Mapping[str, str] | None = None,
                      roles: Sequence[str] = ("worker",)) -> str | None:
-    """Why this process cannot join a ps-lite cluster in one of ``roles``, or None.
-
-    MXNet reads the ``DMLC_*`` variables without checking them: a missing port crashes a
-    scheduler (a segfault), a count such as ``abc`` is read as 0 and the processes wait
-    for each other forever.
-    """
+    """Why this process cannot join a ps-lite cluster in one of ``roles``, or None: MXNet
+    does not check the ``DMLC_*`` variables (a missing port segfaults a scheduler, a count
+    ``abc`` reads as 0 and the processes wait for each other forever)."""
     env = os.environ if environ is None else environ
     missing = [name for name in REQUIRED_ENV if not env.get(name)]
     if missing:

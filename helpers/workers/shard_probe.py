@@ -1,18 +1,11 @@
 """Which examples does each worker get? tf.data auto-sharding under MultiWorkerMirroredStrategy.
 
-Every worker builds the *same* input pipeline; ``strategy.experimental_distribute_dataset``
-rewrites it so that each worker reads its own share, following its ``AutoShardPolicy``:
-``FILE`` (worker i reads files i, i + n, ...), ``DATA`` (every worker reads every file
-and keeps its share of the elements), ``OFF`` (every worker reads everything: with the
-same files everywhere, all train on the same examples, silently) or ``AUTO`` (``FILE``
-when the pipeline starts from files, else ``DATA``).
-
-This program reads the example ids of the text files of ``--input-dir`` under each
-policy asked for and prints what it received, e.g. ``[worker-0] FILE: 0 1 2 3 8 9 10 11``.
-It trains nothing and uses no Keras, so it starts quickly; ``TF_CONFIG`` places it.
+Every worker builds the same pipeline over the text files of ``--input-dir`` (one example
+id per line); ``strategy.experimental_distribute_dataset`` gives each its share by the
+``AutoShardPolicy`` (notebook 06 compares them). Under each policy asked for, this program
+prints the ids it received, e.g. ``[worker-0] FILE: 0 1 2 3 8 9 10 11``. It trains
+nothing and uses no Keras, so it starts quickly.
 """
-
-from __future__ import annotations
 
 import argparse
 import os
@@ -21,12 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.frameworks import import_tensorflow
-from helpers.workers.common import (
-    check_flags,
-    cluster_resolver,
-    deadline_for_peers,
-    resolver_problem,
-)
+from helpers.workers import common
 
 POLICIES = ("AUTO", "FILE", "DATA", "OFF")
 
@@ -34,8 +22,9 @@ POLICIES = ("AUTO", "FILE", "DATA", "OFF")
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     tf = import_tensorflow(keras=False)  # no Keras here: start faster
-    with deadline_for_peers(args.connect_timeout):  # the strategy waits for every worker
-        strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=cluster_resolver())
+    resolver = common.cluster_resolver()
+    with common.deadline_for_peers(args.connect_timeout):  # the strategy waits for every worker
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
     name = f"{strategy.cluster_resolver.task_type}-{strategy.cluster_resolver.task_id}"
     files = input_files(args.input_dir)
     for policy in args.policies:
@@ -77,8 +66,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--connect-timeout", type=float, default=120.0,
                         help="seconds to wait for every task of the cluster to connect")
     args = parser.parse_args(argv)
-    check_flags(parser, args, ints={"global_batch": (1, 1 << 16)},
-                numbers={"connect_timeout": {"above": 0}}, problem=resolver_problem("tf_config"))
+    common.check_flags(parser, args, ints={"global_batch": (1, 1 << 16)},
+                       numbers={"connect_timeout": {"above": 0}},
+                       problem=common.resolver_problem("tf_config"))
     if not input_files(args.input_dir):
         parser.error(f"--input-dir {args.input_dir} holds no .txt files: write the inputs first")
     return args

@@ -11,8 +11,6 @@ chief, whose ``Supervisor`` initialises the variables while the others wait.
 notebook shows).
 """
 
-from __future__ import annotations
-
 import sys
 import time
 from typing import Any
@@ -136,12 +134,9 @@ def build_model(tf: Any, image_size: int) -> dict[str, Any]:
 
 
 def define_flags(flags: Any) -> Any:
-    """Define this program's flags on a fresh ``FlagValues`` of ``flags`` and return it.
-
-    ``flags`` is ``tf.compat.v1.app.flags`` (an alias of ``absl.flags``). A fresh
-    ``FlagValues`` instead of the global ``FLAGS`` lets the definitions run more than once
-    in one process (a test, a notebook kernel) without "duplicate flag" errors.
-    """
+    """This program's flags, defined on a fresh ``FlagValues`` of ``flags``
+    (``tf.compat.v1.app.flags``, i.e. absl's) rather than the global ``FLAGS``, so the
+    definitions can run more than once in one process (a test, a notebook kernel)."""
     fv = flags.FlagValues()
     on = {"flag_values": fv}
     flags.DEFINE_string("job_name", "", "'ps' or 'worker'", **on)
@@ -161,11 +156,8 @@ def define_flags(flags: Any) -> Any:
 
 
 def parse_flags(argv: list[str], flags: Any = None) -> Any:
-    """Parse ``argv`` (``argv[0]`` is the program name) and check that it makes sense.
-
-    Raises ValueError naming the bad flag and what to pass instead, rather than letting
-    TensorFlow fail later with a gRPC or device error.
-    """
+    """Parse ``argv`` (``argv[0]`` is the program name), or ValueError naming the bad flag,
+    rather than a gRPC or device error from TensorFlow later."""
     flags = flags or absl_flags  # what tf.compat.v1.app.flags re-exports
     fv = define_flags(flags)
     try:

@@ -1,17 +1,13 @@
 """Time all-reduce between worker processes under MultiWorkerMirroredStrategy: alone, and
 inside a training step.
 
-Every worker of a local TensorFlow cluster runs this program with the same flags (every
-collective waits for all members of its group), one replica each, with RING all-reduce
-(gRPC between the processes); each measurement is one ``RESULT`` line. Notebook 11 (no
-``--batches``): the strategy's all-reduce, the op it runs (``CollectiveReduceV2``) called
-directly on groups of the first 1, 2, ... workers, and with ``--tensors`` fusion. Notebook
-12 (``--batches``): a step's compute alone, the data-parallel step (one pack, several
-packs), the exchange alone, and gradient accumulation; the update is plain SGD written
-out, since a Keras optimizer would all-reduce the gradients again.
+Every worker runs this program with the same flags (every collective waits for all
+members of its group), one replica each, RING all-reduce over gRPC; each measurement is
+one ``RESULT`` line. Notebook 11: the strategy's all-reduce, its op called directly on
+groups of workers, and fusion (``--tensors``). Notebook 12 (``--batches``): a step's
+compute, the data-parallel step, the exchange alone, and gradient accumulation; the update
+is plain SGD written out, since a Keras optimizer would all-reduce the gradients again.
 """
-
-from __future__ import annotations
 
 import argparse
 import math
@@ -25,13 +21,8 @@ from helpers.costs import layer_costs, training_flops_per_example
 from helpers.frameworks import import_tensorflow
 from helpers.measure import benchmark
 from helpers.training import build_model, training_arrays
-from helpers.workers.common import (
-    TIMING_DONE,
-    check_flags,
-    cluster_resolver,
-    report,
-    resolver_problem,
-)
+from helpers.workers import common
+from helpers.workers.common import TIMING_DONE, report
 from helpers.workers.mwms_train import make_strategy
 
 #: Group and instance keys of the collectives called directly. MultiWorkerMirroredStrategy
@@ -43,7 +34,7 @@ INSTANCE_KEY_BASE = 1_000_000
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     tf = import_tensorflow(keras=bool(args.batches))  # Keras for the model of notebook 12
-    strategy, implementation = make_strategy(tf, cluster_resolver(), args.timeout, "ring")
+    strategy, implementation = make_strategy(tf, common.cluster_resolver(), args.timeout, "ring")
     rank, workers = strategy.cluster_resolver.task_id, strategy.num_replicas_in_sync
     print(f"[worker-{rank}] {workers} workers, collective {implementation}", flush=True)
     (time_steps if args.batches else time_all_reduce)(tf, strategy, args)
@@ -314,12 +305,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=60.0,
                         help="seconds a collective may wait for its peers")
     args = parser.parse_args(argv)
-    check_flags(parser, args, ints={
+    common.check_flags(parser, args, ints={
         "sizes_kb": (1, 1 << 20), "groups": (1, 64), "tensors": (0, 10_000),
         "tensor_kb": (1, 1 << 20), "batches": (1, 1 << 16), "micro_batches": (1, 1024),
         "packs": (1, 1 << 16), "repeat": (1, 10_000), "warmup": (0, 10_000)},
         numbers={"learning_rate": {"above": 0}, "timeout": {"above": 0}},
-        problem=resolver_problem("tf_config"))
+        problem=common.resolver_problem("tf_config"))
     return args
 
 

@@ -9,8 +9,6 @@ stays alive. On a real machine: ``TF_CONFIG='{"cluster": {...}, "task": {"type":
 :mod:`helpers.workers.common` on security.
 """
 
-from __future__ import annotations
-
 import argparse
 import sys
 
