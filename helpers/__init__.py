@@ -37,8 +37,7 @@ from helpers.processes import leftover_processes
 from helpers.profiles import get_profile
 from helpers.tf_cluster import LocalTFCluster, gpu_task_env
 from helpers.training import load_digits
-from helpers.workers.common import TIMING_DONE
-from helpers.workers.mx_worker import parse_results
+from helpers.workers.common import TIMING_DONE, parse_results
 
 __all__ = [
     "TIMING_DONE", "AlphaBeta", "LocalMXCluster", "LocalTFCluster", "Table", "Traffic",

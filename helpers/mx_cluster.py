@@ -34,7 +34,7 @@ from helpers.processes import (
     poll_until,
     python_module_command,
 )
-from helpers.workers.mx_worker import READY, RESULT_PREFIX, parse_results
+from helpers.workers.common import READY, RESULT_PREFIX, parse_results
 
 SERVER_MODULE = "helpers.workers.mx_worker"
 TRAIN_MODULE = "helpers.workers.mx_train"
@@ -77,7 +77,7 @@ class LocalMXCluster(LocalCluster):
     :func:`helpers.workers.mx_worker.connect`. ``threads`` sets ``OMP_NUM_THREADS`` in
     every process (None: MXNet's default), so workers on a few cores share them. Ready
     means the scheduler's own process listens and every worker printed
-    :data:`~helpers.workers.mx_worker.READY` (MXNet lets it only once all have registered).
+    :data:`~helpers.workers.common.READY` (MXNet lets it only once all have registered).
     """
 
     #: ps-lite's and MXNet's own log lines: ``[12:00:00] ../src/van.cc:310: ...``.

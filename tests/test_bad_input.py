@@ -25,7 +25,6 @@ from helpers.mx_cluster import LocalMXCluster, train_on_cluster
 from helpers.profiles import get_profile, require_fits_in_memory
 from helpers.tf_cluster import LocalTFCluster, cluster_spec
 from helpers.workers import mwms_train, mx_pushpull, mx_train, mx_worker, tf1_mnist, tf_server
-from helpers.workers.mx_worker import check_worker_env
 
 PUSHPULL = "helpers.workers.mx_pushpull"
 TWO_WORKERS = {"worker": ["127.0.0.1:20000", "127.0.0.1:20001"]}
@@ -69,9 +68,9 @@ CASES: dict[str, Case] = {
     "dmlc_num_worker_abc_server_program": Case(
         lambda: mx_worker.main([]), r"DMLC_NUM_WORKER must be an int >= 1, not 'abc'",
         SystemExit, {**SCHEDULER, "DMLC_NUM_WORKER": "abc"}),
-    "dmlc_num_server_zero_connect": Case(
-        lambda: check_worker_env({**DMLC, "DMLC_NUM_SERVER": "0"}),
-        r"DMLC_NUM_SERVER must be an int >= 1, not 0", RuntimeError),
+    "dmlc_num_server_zero_worker_program": Case(
+        lambda: mx_pushpull.parse_args([]), r"DMLC_NUM_SERVER must be an int >= 1, not 0",
+        SystemExit, {**DMLC, "DMLC_NUM_SERVER": "0"}),
     # -- tracebacks -----------------------------------------------------------------------
     "tf_config_malformed_json_mwms": Case(
         lambda: mwms_train.parse_args([]), r"TF_CONFIG is not valid JSON \(",
@@ -107,7 +106,7 @@ CASES: dict[str, Case] = {
     "mx_scheduler_port_out_of_range": Case(
         lambda: mx_worker.main([]), r"DMLC_PS_ROOT_PORT must be an int from 1 to 65535",
         SystemExit, {**SCHEDULER, "DMLC_PS_ROOT_PORT": "70000"}),
-    "mx_server_given_the_worker_role": Case(
+    "mx_server_role_given_the_worker_role": Case(
         lambda: mx_worker.main([]), r"DMLC_ROLE is 'worker' .* workers run a worker program",
         SystemExit, DMLC),
     "mx_train_global_batch_0": Case(
@@ -118,9 +117,12 @@ CASES: dict[str, Case] = {
         r"--global-batch 1 is smaller than the number of workers \(2\)", SystemExit, DMLC),
     "mx_train_hidden_0": Case(lambda: mx_train.parse_args(["--hidden", "0"]),
                               r"--hidden must be an int >= 1, not 0", SystemExit, DMLC),
-    "mx_pushpull_shape_negative": Case(
-        lambda: mx_pushpull.parse_args(["--shape", "-1", "3"]),
-        r"--shape must be an int >= 1, not -1", SystemExit, DMLC),
+    "mx_pushpull_groups_without_sizes": Case(
+        lambda: mx_pushpull.parse_args(["--groups", "1", "2"]),
+        r"--groups .* and --sizes-kb go together", SystemExit, DMLC),
+    "mx_pushpull_groups_larger_than_the_cluster": Case(
+        lambda: mx_pushpull.parse_args(["--groups", "4", "--sizes-kb", "4"]),
+        r"--groups \(at most the cluster's 2 workers\)", SystemExit, DMLC),
     "mwms_resolver_slurm_outside_slurm": Case(
         lambda: mwms_train.parse_args(["--resolver", "slurm"]),
         r"--resolver slurm needs SLURM's job variables .* run the program with srun",

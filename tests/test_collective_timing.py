@@ -7,9 +7,10 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 from lesson_cells import lesson  # noqa: E402
 
-from helpers.workers import tf_allreduce, tf_step_timing  # noqa: E402
-from helpers.workers.common import TIMING_DONE, report  # noqa: E402
-from helpers.workers.mx_worker import message_key, parse_results, time_push_pull  # noqa: E402
+from helpers.tf_cluster import tf_config  # noqa: E402
+from helpers.workers import tf_allreduce  # noqa: E402
+from helpers.workers.common import TIMING_DONE, parse_results, report  # noqa: E402
+from helpers.workers.mx_worker import message_key, time_push_pull  # noqa: E402
 
 NB11 = lesson("11", "slowest", "round_trips")
 slowest, round_trips = NB11.slowest, NB11.round_trips
@@ -39,16 +40,24 @@ def test_tf_worker_reports_parse_back(capsys):
     assert "\n" not in TIMING_DONE
 
 
-def test_worker_flags_are_checked():
+def test_worker_flags_are_checked(monkeypatch, capsys):
+    monkeypatch.setenv("TF_CONFIG", tf_config({"worker": ["127.0.0.1:1"]}, "worker", 0))
     args = tf_allreduce.parse_args(["--sizes-kb", "4", "64", "--groups", "1", "2",
                                     "--tensors", "3"])
     assert args.sizes_kb == [4, 64] and args.groups == [1, 2] and args.tensors == 3
-    with pytest.raises(SystemExit):
-        tf_allreduce.parse_args(["--groups", "0"])
-    args = tf_step_timing.parse_args(["--batches", "8", "16", "--micro-batches", "2"])
+    assert args.batches == []  # notebook 11's timings, not 12's
+    args = tf_allreduce.parse_args(["--batches", "8", "16", "--micro-batches", "2"])
     assert args.batches == [8, 16] and args.micro_batches == 2
+    for bad, message in ((["--groups", "0"], "--groups must be an int >= 1, not 0"),
+                         (["--packs", "0"], "--packs must be an int >= 1"),
+                         (["--warmup", "-1"], "--warmup must be an int >= 0")):
+        with pytest.raises(SystemExit):
+            tf_allreduce.parse_args(bad)
+        assert message in capsys.readouterr().err
+    monkeypatch.delenv("TF_CONFIG")
     with pytest.raises(SystemExit):
-        tf_step_timing.parse_args(["--packs", "0"])
+        tf_allreduce.parse_args([])
+    assert "TF_CONFIG is not set" in capsys.readouterr().err
 
 
 class RecordingKV:
@@ -80,7 +89,7 @@ def test_time_push_pull_can_use_keys_initialised_before():
 
 
 def test_ps_workers_wait_for_their_start_signal(tmp_path):
-    from helpers.workers.mx_ps_groups import wait_for_file  # imports MXNet
+    from helpers.workers.mx_pushpull import wait_for_file
 
     signal = tmp_path / "start"
     signal.touch()
@@ -91,7 +100,7 @@ def test_launched_ps_groups_measure_once_signalled(tmp_path):
     from helpers.mx_cluster import LocalMXCluster
 
     start = tmp_path / "start"
-    with LocalMXCluster("helpers.workers.mx_ps_groups", workers=2, servers=1,
+    with LocalMXCluster("helpers.workers.mx_pushpull", workers=2, servers=1,
                         args=["--sizes-kb", "4", "--groups", "1", "2", "--repeat", "2",
                               "--warmup", "0", "--start-file", str(start)]) as cluster:
         cluster.launch()  # returns at once

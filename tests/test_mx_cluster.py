@@ -211,7 +211,7 @@ def test_a_port_taken_after_the_check_is_named(monkeypatch):
 # -- the real thing -------------------------------------------------------------------------
 def test_dist_sync_push_pull_across_two_workers_and_two_servers(tmp_path):
     with LocalMXCluster(PUSHPULL, workers=2, servers=2, log_dir=tmp_path,
-                        args=["--rounds", "2", "--sizes-kb", "4"]) as cluster:
+                        args=["--rounds", "2"]) as cluster:
         ready = cluster.start()
         codes = cluster.wait(timeout=120)
         results = cluster.results()
@@ -224,8 +224,6 @@ def test_dist_sync_push_pull_across_two_workers_and_two_servers(tmp_path):
         # round r: worker k pushes (k + 1) * r everywhere; the servers return the sum
         assert record["pulled"] == [[[3.0] * 3] * 2, [[6.0] * 3] * 2]
         assert record["per_key"] == [2.0, 20.0, 200.0, 2000.0]
-        assert record["push_pull"][0]["bytes"] == 4096
-        assert record["push_pull"][0]["median_s"] > 0
     assert "connected to 2 workers and 2 servers" in scheduler_log
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         f"{n}.log" for n in cluster.task_names())
@@ -236,7 +234,7 @@ def test_a_job_that_ends_before_start_looks_counts_as_formed(monkeypatch):
     # before start() first polled the scheduler's port. Never accepting reproduces that.
     monkeypatch.setattr("helpers.processes.port_accepts", lambda *args, **kwargs: False)
     with LocalMXCluster(PUSHPULL, workers=2, servers=1,
-                        args=["--rounds", "1", "--sizes-kb", "4"]) as cluster:
+                        args=["--rounds", "1"]) as cluster:
         assert cluster.start() > 0
         codes = cluster.wait(timeout=120)
     assert codes == {name: 0 for name in cluster.task_names()}

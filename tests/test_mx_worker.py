@@ -1,15 +1,13 @@
 import numpy as np
 import pytest
 
+from helpers.workers.common import parse_results
+from helpers.workers.mx_train import digest
 from helpers.workers.mx_worker import (
     READY,
-    check_worker_env,
-    connect,
-    digest,
+    dmlc_env_problem,
     median_step_seconds,
-    parse_results,
     report,
-    time_push_pull,
     training_table,
 )
 
@@ -34,22 +32,12 @@ def test_ready_marker_is_a_plain_line():
     assert "\n" not in READY and READY.strip() == READY
 
 
-def test_check_worker_env_names_what_is_missing():
-    check_worker_env(FULL_ENV)
+def test_dmlc_env_problem_names_what_is_missing():
+    assert dmlc_env_problem(FULL_ENV) is None
     partial = {k: v for k, v in FULL_ENV.items() if k != "DMLC_PS_ROOT_PORT"}
-    with pytest.raises(RuntimeError, match="DMLC_PS_ROOT_PORT"):
-        check_worker_env(partial)
-    with pytest.raises(RuntimeError, match="mx_worker"):
-        check_worker_env({**FULL_ENV, "DMLC_ROLE": "server"})
-
-
-def test_connect_rejects_unknown_kvstore_and_missing_env(monkeypatch):
-    with pytest.raises(ValueError, match="dist_sync"):
-        connect("local")
-    for name in FULL_ENV:
-        monkeypatch.delenv(name, raising=False)
-    with pytest.raises(RuntimeError, match="DMLC_ROLE"):
-        connect("dist_sync")
+    assert "DMLC_PS_ROOT_PORT" in dmlc_env_problem(partial)
+    server = dmlc_env_problem({**FULL_ENV, "DMLC_ROLE": "server"})
+    assert "python -m helpers.workers.mx_worker" in server
 
 
 def test_digest_sees_every_bit():
@@ -58,11 +46,6 @@ def test_digest_sees_every_bit():
     assert digest([a, b]) == digest([a.copy(), b.copy()])
     b[3] = np.nextafter(b[3], np.float32(10))
     assert digest([a, b]) != digest([a, a])
-
-
-def test_time_push_pull_rejects_bad_arguments():
-    with pytest.raises(ValueError, match="repeat"):
-        time_push_pull(FakeKV(), [1024], repeat=0)
 
 
 def _record(rank, compute, comm):
@@ -76,8 +59,6 @@ def test_median_step_seconds_is_the_slowest_workers_median():
     slow = _record(1, [0.004, 0.004, 0.004], [0.001, 0.001, 0.001])
     assert median_step_seconds([fast, slow]) == pytest.approx(0.005)
     assert median_step_seconds([fast]) == pytest.approx(0.002)  # the outlier step is ignored
-    with pytest.raises(ValueError, match="RESULT"):
-        median_step_seconds([])
 
 
 def test_training_table_has_a_row_per_worker_in_milliseconds():

@@ -24,7 +24,6 @@ from helpers.tf_cluster import (
     gpu_task_env,
     tf_config,
 )
-from helpers.workers.common import cluster_resolver
 
 FAKE_WORKER = textwrap.dedent("""
     import json, os, socket, sys, time
@@ -154,11 +153,6 @@ def test_gpu_task_env_spreads_workers_over_gpus():
     with_chief = gpu_task_env(4, chief=1)
     assert with_chief("chief", 0)["CUDA_VISIBLE_DEVICES"] == "0"
     assert with_chief("worker", 0)["CUDA_VISIBLE_DEVICES"] == "1"
-
-
-def test_cluster_resolver_rejects_unknown_kind():
-    with pytest.raises(ValueError, match="unknown cluster resolver"):
-        cluster_resolver("yarn")
 
 
 # -- LocalTFCluster: bad input ------------------------------------------------------------

@@ -1,15 +1,13 @@
-"""What every worker program shares after its lesson: flags, cluster, results, deadlines.
+"""What every worker program shares: its flags checked, its ``RESULT`` lines, and for
+TensorFlow where it learns its cluster, and a deadline for peers that never come.
 
-A worker program is started by a launcher, often on another machine: a bad flag or a bad
-launch ends it at once in one clear line (argparse's ``prog: error: ...``, exit code 2),
-before TensorFlow or MXNet is imported, never a traceback from deep inside them. It learns
-its cluster from TF_CONFIG, SLURM or Kubernetes, gives up on peers that never come, and
-sends its numbers back as ``RESULT {json}`` lines on stdout, which the notebook reads from
-its log (the TensorFlow timing programs share how they call the strategy's all-reduce and
-take this worker's copy of a per-replica result).
+A worker program (``python -m helpers.workers.NAME``) is started by a launcher, often on
+another machine: a bad flag or launch ends it at once in one clear line (argparse's
+``error:``, exit code 2), before TensorFlow or MXNet is imported. Security, for every
+program here: their servers (TensorFlow's gRPC, MXNet's ps-lite) authenticate nobody and
+run what clients send, so anyone who can reach a port can run code as you. Keep a cluster
+on 127.0.0.1 or, across machines, on a private network, a VPN or SSH tunnels.
 """
-
-from __future__ import annotations
 
 import argparse
 import importlib.util
@@ -19,89 +17,52 @@ import re
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
+from helpers.frameworks import import_tensorflow
 from helpers.machine import require_int, require_number
-from helpers.workers.mx_worker import RESULT_PREFIX
+
+# -- Results: one line of JSON per measurement, read back from the worker's log.
+RESULT_PREFIX = "RESULT "
+#: The line an MXNet worker prints once the kvstore formed (the launcher waits for it).
+READY = "mx-worker ready"
+#: The line tf_allreduce prints once its last collective is done (the launcher waits for it).
+TIMING_DONE = "timing done"
 
 
-def check_flags(parser: argparse.ArgumentParser, args: argparse.Namespace,
-                ints: Mapping[str, tuple[int, int | None]] | None = None,
-                numbers: Mapping[str, Mapping[str, float]] | None = None) -> None:
-    """``parser.error`` for the first flag outside its range.
-
-    ``ints`` maps a destination (``global_batch``) to ``(minimum, maximum or None)``;
-    ``numbers`` maps one to :func:`~helpers.machine.require_number`'s bounds
-    (``{"above": 0}``), which also refuse NaN and infinity. A list value (``nargs``) is
-    checked element by element.
-    """
-    try:
-        for dest, (minimum, maximum) in (ints or {}).items():
-            for value in _values(getattr(args, dest)):
-                require_int(_flag(dest), value, minimum, maximum)
-        for dest, bounds in (numbers or {}).items():
-            for value in _values(getattr(args, dest)):
-                require_number(_flag(dest), value, **bounds)
-    except ValueError as error:
-        parser.error(str(error))
+def report(**values: Any) -> None:
+    """Print one ``RESULT {json}`` line for the notebook."""
+    print(RESULT_PREFIX + json.dumps(values, sort_keys=True), flush=True)
 
 
-def check_writable_dir(parser: argparse.ArgumentParser, dest: str, path: str) -> None:
-    """``parser.error`` unless ``path`` is (or can be made) a folder this process can write."""
-    if not path:
-        return
-    folder = Path(path)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        parser.error(f"{_flag(dest)} {path!r} cannot be created ({error.strerror}); give a "
-                     "folder you can write to")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        parser.error(f"{_flag(dest)} {path!r} is not writable by this user; give a folder "
-                     "you can write to")
+def parse_results(text: str) -> list[dict[str, Any]]:
+    """Every ``RESULT {json}`` line in ``text``, in order."""
+    return [json.loads(line[len(RESULT_PREFIX):]) for line in text.splitlines()
+            if line.startswith(RESULT_PREFIX)]
 
 
-def _flag(dest: str) -> str:
-    return "--" + dest.replace("_", "-")
-
-
-def _values(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, (list, tuple)) else [value]
-
-
-# -- Where a TensorFlow worker program learns its cluster from: TF_CONFIG, SLURM or Kubernetes.
-#
-# Worker-side code: the programs in this folder call :func:`cluster_resolver` once at
-# start-up, and the same program then runs unchanged under the series' local clusters
-# (which set ``TF_CONFIG``), under ``srun`` or in a Kubernetes pod.
-#
-# Before that, :func:`resolver_problem` checks what the chosen source needs (a well-formed
-# ``TF_CONFIG`` that places this task in its cluster, SLURM's variables, the
-# ``kubernetes`` package) without importing TensorFlow, so a program can reject a bad
-# launch at once with a message naming the variable, instead of a traceback from deep
-# inside TensorFlow, JSON or gRPC, or a server that starts as ``None:None``.
-
+# -- Where a TensorFlow program learns its cluster: TF_CONFIG (the local clusters set it),
+# SLURM (srun) or Kubernetes; checked before TensorFlow loads, so a bad launch names the
+# variable instead of failing deep inside gRPC.
 RESOLVERS = ("tf_config", "slurm", "kubernetes")
-#: Jobs a TF_CONFIG cluster may hold.
 JOBS = ("chief", "worker", "ps", "evaluator")
-#: What SlurmClusterResolver reads; present only inside ``srun``.
 SLURM_VARIABLES = ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST")
-
 _ADDRESS = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[^:\s\[\]]+):(\d{1,5})$")
 
 
-def read_tf_config(text: str | None, resolve_own_host: bool = True) -> dict[str, Any]:
-    """The parsed ``TF_CONFIG``, checked; ValueError naming ``TF_CONFIG`` and what is wrong.
+def cluster_resolver(kind: str = "tf_config") -> Any:
+    """TensorFlow's cluster resolver of ``kind`` (one of :data:`RESOLVERS`)."""
+    resolvers = import_tensorflow().distribute.cluster_resolver
+    return {"slurm": resolvers.SlurmClusterResolver,
+            "kubernetes": resolvers.KubernetesClusterResolver}.get(
+                kind, resolvers.TFConfigClusterResolver)()
 
-    It must be a JSON object with a ``cluster`` of job -> list of ``host:port`` and a
-    ``task`` whose ``type`` is one of the cluster's jobs and whose ``index`` is in
-    range. With ``resolve_own_host`` this task's own host must resolve (its server
-    listens there); the peers' hosts are not looked up, they may come up later.
-    """
+
+def read_tf_config(text: str | None) -> dict[str, Any]:
+    """The parsed ``TF_CONFIG``, or ValueError naming what is wrong with it (this task's
+    own host must resolve: its server listens there; the peers' may come up later)."""
     example = ('e.g. {"cluster": {"worker": ["127.0.0.1:20000", "127.0.0.1:20001"]}, '
                '"task": {"type": "worker", "index": 0}}')
     if not text or not text.strip():
@@ -122,7 +83,8 @@ def read_tf_config(text: str | None, resolve_own_host: bool = True) -> dict[str,
             raise ValueError(f"TF_CONFIG's cluster has an unknown job {job!r}; jobs are "
                              f"{', '.join(JOBS)}")
         if not isinstance(addresses, list) or not addresses or not all(
-                isinstance(a, str) and _valid_address(a) for a in addresses):
+                isinstance(a, str) and (m := _ADDRESS.match(a)) and 0 < int(m[2]) < 65536
+                for a in addresses):
             raise ValueError(f"TF_CONFIG's job {job!r} must be a non-empty list of "
                              f"'host:port' strings, not {addresses!r}")
     task = config.get("task")
@@ -137,84 +99,41 @@ def read_tf_config(text: str | None, resolve_own_host: bool = True) -> dict[str,
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n:
         raise ValueError(f"TF_CONFIG's task index must be an int from 0 to {n - 1} (job "
                          f"{job!r} lists {n} address(es)), not {index!r}")
-    if resolve_own_host:
-        host = cluster[job][index].rsplit(":", 1)[0].strip("[]")
-        try:
-            socket.getaddrinfo(host, None)
-        except (socket.gaierror, UnicodeError):
-            raise ValueError(f"TF_CONFIG gives this task ({job} {index}) the host {host!r}, "
-                             "which does not resolve to an address; use this machine's name "
-                             "or address") from None
+    host = cluster[job][index].rsplit(":", 1)[0].strip("[]")
+    try:
+        socket.getaddrinfo(host, None)
+    except (socket.gaierror, UnicodeError):
+        raise ValueError(f"TF_CONFIG gives this task ({job} {index}) the host {host!r}, "
+                         "which does not resolve to an address; use this machine's name "
+                         "or address") from None
     return config
 
 
-def _valid_address(address: str) -> bool:
-    match = _ADDRESS.match(address)
-    return bool(match) and 0 < int(match.group(2)) < 65536
-
-
-def resolver_problem(kind: str, environ: Mapping[str, str] | None = None) -> str | None:
-    """Why the cluster resolver ``kind`` cannot work in this environment, or None.
-
-    Meant for a program's argument check (``parser.error(problem)``), before TensorFlow
-    is imported.
-    """
-    env = os.environ if environ is None else environ
-    if kind not in RESOLVERS:
-        return f"unknown cluster resolver {kind!r}; use one of {', '.join(RESOLVERS)}"
+def resolver_problem(kind: str) -> str | None:
+    """Why the cluster resolver ``kind`` cannot work in this environment, or None."""
+    env = os.environ
     if kind == "tf_config":
         try:
             read_tf_config(env.get("TF_CONFIG"))
         except ValueError as error:
             return str(error)
-    if kind == "slurm":
-        missing = [v for v in SLURM_VARIABLES if not env.get(v)]
-        if missing:
-            return (f"--resolver slurm needs SLURM's job variables ({', '.join(missing)} "
-                    "not set): run the program with srun inside a SLURM allocation, or use "
-                    "--resolver tf_config with TF_CONFIG")
+    if kind == "slurm" and not all(env.get(v) for v in SLURM_VARIABLES):
+        missing = ", ".join(v for v in SLURM_VARIABLES if not env.get(v))
+        return (f"--resolver slurm needs SLURM's job variables ({missing} not set): run the "
+                "program with srun inside a SLURM allocation, or use --resolver tf_config "
+                "with TF_CONFIG")
     if kind == "kubernetes" and importlib.util.find_spec("kubernetes") is None:
         return ("--resolver kubernetes needs the `kubernetes` Python package, which is not "
                 "installed; run inside a pod with it, or use --resolver tf_config")
     return None
 
 
-def cluster_resolver(kind: str = "tf_config") -> Any:
-    """TensorFlow's cluster resolver of ``kind``: where a program learns its cluster from.
-
-    ``tf_config`` reads ``TF_CONFIG`` (this module's local clusters, and any launcher
-    that sets it); ``slurm`` reads SLURM's job variables inside ``srun``; ``kubernetes``
-    asks the Kubernetes API (needs the ``kubernetes`` package). The program that uses
-    the resolver is the same in all three cases.
-    """
-    if kind not in RESOLVERS:
-        raise ValueError(f"unknown cluster resolver {kind!r}; use one of {', '.join(RESOLVERS)}")
-    from helpers.frameworks import import_tensorflow  # noqa: PLC0415  (TF only when needed)
-
-    resolvers = import_tensorflow().distribute.cluster_resolver
-    if kind == "slurm":
-        return resolvers.SlurmClusterResolver()
-    if kind == "kubernetes":
-        return resolvers.KubernetesClusterResolver()
-    return resolvers.TFConfigClusterResolver()
-
-
-# -- Give up, with a message naming the missing peers, when a cluster does not form in time.
-#
-# When ``MultiWorkerMirroredStrategy`` starts, every task waits until all the tasks of its
-# cluster have connected (TensorFlow logs ``Waiting for 1/2 tasks to connect``). If a
-# peer never comes (it crashed, was never started, or has a wrong address), TensorFlow
-# waits about an hour, inside one C++ call that holds Python's GIL: no Python thread,
-# timer or signal handler of the waiting process runs until it returns.
-#
-# So the deadline is kept by a tiny separate process, a *watchdog*, started just before
-# the wait with :func:`deadline_for_peers`. It waits on a pipe from the worker. When the
-# worker gets past the wait it closes the pipe and the watchdog exits quietly (it also
-# exits if the worker dies, since the pipe closes then too). If the deadline comes first,
-# the watchdog tries each peer's port, prints which peers do not answer and what to do,
-# into the worker's own output (its log), and ends the worker with SIGKILL: nothing
-# gentler can interrupt that C++ call.
-
+# -- Give up, naming the missing peers, when a cluster does not form in time.
+# MultiWorkerMirroredStrategy waits for its peers inside one C++ call that holds the GIL
+# (about an hour if one never comes), so no Python timer of this process can run. A tiny
+# separate process keeps the deadline: it waits on a pipe the worker closes once past the
+# wait (or by dying); if the deadline comes first it tries each peer's port, prints which
+# do not answer into the worker's log and ends the worker with SIGKILL.
 _WATCHDOG = r"""
 import os, select, signal, socket, sys
 parent, seconds, who, peers = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4:]
@@ -239,29 +158,19 @@ os.kill(parent, signal.SIGKILL)
 """
 
 
-def peers_of_this_task() -> tuple[str, list[str]]:
-    """``("worker-0", ["worker-1=host:port", ...])`` from TF_CONFIG; other resolvers: no names."""
-    text = os.environ.get("TF_CONFIG")
-    if not text:
-        return "this task", []
-    config = read_tf_config(text, resolve_own_host=False)
-    me = (config["task"]["type"], config["task"]["index"])
-    peers = [f"{job}-{i}={address}" for job, addresses in config["cluster"].items()
-             for i, address in enumerate(addresses) if (job, i) != me]
-    return f"{me[0]}-{me[1]}", peers
-
-
 @contextmanager
-def deadline_for_peers(seconds: float, who: str, peers: Sequence[str] = ()) -> Iterator[None]:
-    """Kill this process, saying why, unless the ``with`` block ends within ``seconds``.
-
-    ``peers`` are ``"name=host:port"`` strings (``worker-1=10.0.0.2:2222``) the message
-    checks and names if they do not answer.
-    """
-    require_number("the connect timeout (seconds)", seconds, above=0)
-    watchdog = subprocess.Popen(
-        [sys.executable, "-I", "-S", "-c", _WATCHDOG, str(os.getpid()), str(seconds), who,
-         *peers], stdin=subprocess.PIPE)
+def deadline_for_peers(seconds: float, from_tf_config: bool = True) -> Iterator[None]:
+    """Kill this process, saying why, unless the ``with`` block ends within ``seconds``
+    (``from_tf_config``: name this task and the peers TF_CONFIG, checked before, lists)."""
+    who, peers = "this task", []
+    if from_tf_config:
+        config = json.loads(os.environ["TF_CONFIG"])
+        me = (config["task"]["type"], config["task"]["index"])
+        who = f"{me[0]}-{me[1]}"
+        peers = [f"{job}-{i}={address}" for job, addresses in config["cluster"].items()
+                 for i, address in enumerate(addresses) if (job, i) != me]
+    watchdog = subprocess.Popen([sys.executable, "-I", "-S", "-c", _WATCHDOG, str(os.getpid()),
+                                 str(seconds), who, *peers], stdin=subprocess.PIPE)
     try:
         yield
     finally:
@@ -269,40 +178,27 @@ def deadline_for_peers(seconds: float, who: str, peers: Sequence[str] = ()) -> I
         watchdog.wait()
 
 
-def report(**values: Any) -> None:
-    """Print one machine-readable result line for the notebook."""
-    print(RESULT_PREFIX + json.dumps(values, sort_keys=True), flush=True)
+# -- The flags: a bad one ends the program at once, in one clear line.
+def check_flags(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                ints: Mapping[str, tuple[int, int | None]] | None = None,
+                numbers: Mapping[str, Mapping[str, float]] | None = None,
+                problem: str | None = None) -> None:
+    """``parser.error`` for the first flag out of range, then for ``problem`` (the launch's).
 
-
-def all_reduce(tf: Any, values: Any, options: Any = None) -> Any:
-    """Sum ``values`` (a tensor or a list) over all replicas, from inside ``strategy.run``.
-
-    This is the call Keras' optimizer makes for the gradients; ``options`` are
-    ``tf.distribute.experimental.CommunicationOptions`` for this call only.
+    ``ints``: destination -> ``(minimum, maximum or None)``; ``numbers``: destination ->
+    :func:`~helpers.machine.require_number`'s bounds; list flags element by element.
     """
-    context = tf.distribute.get_replica_context()
-    return context.all_reduce(tf.distribute.ReduceOp.SUM, values, options=options)
-
-
-def local_result(tf: Any, strategy: Any, result: Any) -> Any:
-    """This worker's copy of a (nested) per-replica result of ``strategy.run``."""
-    return tf.nest.map_structure(lambda r: strategy.experimental_local_results(r)[0], result)
-
-
-#: The line a worker prints once its last collective is done (the launcher waits for it).
-TIMING_DONE = "timing done"
-
-
-def finish(name: str, linger: float = 120.0) -> NoReturn:
-    """Print :data:`TIMING_DONE`, then wait to be ended by the launcher (at most ``linger`` s).
-
-    A worker cannot know when its peers have fetched the last chunk it serves (in a ring,
-    each worker pulls its last chunk from its neighbour after the neighbour has finished),
-    so leaving at once could break a peer's last collective; exiting normally would wait
-    in TensorFlow's shutdown barrier, seconds on a busy machine. The launcher ends every
-    worker once all of them have printed :data:`TIMING_DONE` (``LocalTFCluster.stop``).
-    """
-    print(f"[{name}] {TIMING_DONE}", flush=True)
-    sys.stderr.flush()
-    time.sleep(linger)
-    os._exit(0)
+    ints, numbers = ints or {}, numbers or {}
+    try:
+        for dest, bounds in {**ints, **numbers}.items():
+            values = getattr(args, dest)
+            for value in values if isinstance(values, (list, tuple)) else [values]:
+                flag = "--" + dest.replace("_", "-")
+                if dest in ints:
+                    require_int(flag, value, *bounds)
+                else:
+                    require_number(flag, value, **bounds)
+    except ValueError as error:
+        parser.error(str(error))
+    if problem:
+        parser.error(problem)

@@ -1,28 +1,13 @@
 """One worker of synchronous multi-worker training (MultiWorkerMirroredStrategy).
 
 Every worker runs this same program. It learns the cluster and its own place in it from
-``TF_CONFIG`` (or SLURM / Kubernetes with ``--resolver``), builds the strategy, the
-model and the optimizer, and trains with a custom loop; after every step the workers'
-gradients have been summed by a collective all-reduce, so their weights stay identical.
-Worker 0 is the chief: it writes the checkpoints that a restarted cluster resumes from.
-
-On two real machines (each with this repository installed) run, on machine A:
-
-    TF_CONFIG='{"cluster": {"worker": ["a.example:12345", "b.example:12345"]},
-                "task": {"type": "worker", "index": 0}}' \\
-        python -m helpers.workers.mwms_train --steps 100 --checkpoint-dir /shared/ckpt
-
-and the same on machine B with ``"index": 1``. The checkpoint directory must be one both
-can read (a shared file system or a bucket) for a restart to resume. If a peer has not
-connected within ``--connect-timeout`` seconds, the worker gives up and says which.
-
-Security: each worker's gRPC server listens on every address of its machine
-(``0.0.0.0:<port>``) with no authentication, so anyone who can reach the port can run
-code as you. Run it only on a private network, a VPN or SSH tunnels, with the ports
-open only between the workers.
+``TF_CONFIG`` (or SLURM / Kubernetes with ``--resolver``), builds the strategy, the model
+and the optimizer, and trains with a custom loop; after every step the workers' gradients
+have been summed by a collective all-reduce, so their weights stay identical. Worker 0 is
+the chief: it writes the checkpoints a restarted cluster resumes from (on several
+machines, into a folder all of them can read). A worker whose peers have not connected
+within ``--connect-timeout`` seconds gives up and names them.
 """
-
-from __future__ import annotations
 
 import argparse
 import json
@@ -45,92 +30,10 @@ from helpers.training import (
     training_arrays,
     weights_checksum,
 )
-from helpers.workers.common import (
-    RESOLVERS,
-    check_flags,
-    check_writable_dir,
-    cluster_resolver,
-    deadline_for_peers,
-    peers_of_this_task,
-    resolver_problem,
-)
+from helpers.workers import common
 
 #: Exit code of a worker that lost a peer (EX_TEMPFAIL: "try again", i.e. restart).
 EXIT_PEER_LOST = 75
-
-
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=30, help="total training steps planned")
-    parser.add_argument("--batch-per-replica", type=int, default=32)
-    parser.add_argument("--examples", type=int, default=1024, help="training examples used")
-    parser.add_argument("--learning-rate", type=float, default=0.01)
-    parser.add_argument("--seed", type=int, default=0, help="weights and data order")
-    parser.add_argument("--checkpoint-dir", default="",
-                        help="save here every --checkpoint-every steps and resume from here")
-    parser.add_argument("--checkpoint-every", type=int, default=5)
-    parser.add_argument("--out-dir", default="", help="write worker-<i>.json with the results")
-    parser.add_argument("--timeout", type=float, default=30.0,
-                        help="seconds a collective may wait for a peer before failing")
-    parser.add_argument("--collective", choices=("auto", "ring", "nccl"), default="auto",
-                        help="all-reduce: auto is NCCL with GPUs, RING without; use ring "
-                             "when workers share one GPU")
-    parser.add_argument("--try-fit", action="store_true",
-                        help="first try Keras model.fit under the strategy and report the result")
-    parser.add_argument("--connect-timeout", type=float, default=120.0,
-                        help="seconds to wait for every task of the cluster to connect")
-    parser.add_argument("--resolver", choices=RESOLVERS, default="tf_config")
-    args = parser.parse_args(argv)
-    check_flags(parser, args,
-                ints={"steps": (1, None), "batch_per_replica": (1, 1 << 16),
-                      "examples": (1, None), "checkpoint_every": (1, None), "seed": (0, None)},
-                numbers={"learning_rate": {"above": 0}, "timeout": {"above": 0},
-                         "connect_timeout": {"above": 0}})
-    problem = resolver_problem(args.resolver)
-    if problem:
-        parser.error(problem)
-    check_writable_dir(parser, "checkpoint_dir", args.checkpoint_dir)
-    check_writable_dir(parser, "out_dir", args.out_dir)
-    return args
-
-
-def make_strategy(tf: Any, resolver: Any, timeout: float, collective: str = "auto") -> Any:
-    """MWMS with RING all-reduce on CPUs and NCCL on GPUs, and a timeout on collectives.
-
-    The timeout turns a dead peer into an error on the survivors instead of a hang.
-    """
-    gpus = tf.config.list_physical_devices("GPU")
-    for gpu in gpus:  # several workers may share one GPU on a single machine
-        tf.config.experimental.set_memory_growth(gpu, True)
-    if gpus:  # cuDNN's fastest kernels add in varying order: a step redone after a
-        tf.config.experimental.enable_op_determinism()  # restart must repeat exactly
-    if collective == "auto":
-        collective = "nccl" if gpus else "ring"
-    implementation = tf.distribute.experimental.CommunicationImplementation[collective.upper()]
-    options = tf.distribute.experimental.CommunicationOptions(
-        implementation=implementation, timeout_seconds=timeout)
-    strategy = tf.distribute.MultiWorkerMirroredStrategy(
-        cluster_resolver=resolver, communication_options=options)
-    return strategy, implementation.name
-
-
-def try_fit(tf: Any, strategy: Any, x: Any, y: Any, global_batch: int, say: Any) -> None:
-    """Run one step of Keras ``model.fit`` under the strategy and report what happens."""
-    import keras  # noqa: PLC0415
-
-    with strategy.scope():
-        model = build_model(x.shape[1:], seed=1)
-        model.compile(optimizer="adam",
-                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model.fit(make_dataset(x, y, global_batch), steps_per_epoch=1, epochs=1, verbose=0)
-    except Exception as error:  # noqa: BLE001  (the failure is what we report)
-        text = re.sub(r"PerReplica:\{.*?\}\)", "PerReplica:{...})", " ".join(str(error).split()))
-        say(f"model.fit FAILED with {type(error).__name__}: {text[:300]}")
-    else:
-        say("model.fit worked")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,9 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     tf = import_tensorflow()
     peer_lost = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError,
                  tf.errors.AbortedError, tf.errors.CancelledError)
-    resolver = cluster_resolver(args.resolver)
-    who, peers = peers_of_this_task() if args.resolver == "tf_config" else ("this task", [])
-    with deadline_for_peers(args.connect_timeout, who, peers):  # the strategy waits for all
+    resolver = common.cluster_resolver(args.resolver)
+    # The strategy waits for every worker to connect: give up after --connect-timeout.
+    with common.deadline_for_peers(args.connect_timeout, args.resolver == "tf_config"):
         strategy, collective = make_strategy(tf, resolver, args.timeout, args.collective)
     task_type, task_id = strategy.cluster_resolver.task_type, strategy.cluster_resolver.task_id
     name = f"{task_type}-{task_id}"
@@ -214,7 +117,6 @@ def main(argv: list[str] | None = None) -> int:
     checksum = weights_checksum(model)
     say(f"done: steps {start_step + 1}..{args.steps}, weights checksum {checksum}")
     if args.out_dir:
-        Path(args.out_dir).mkdir(parents=True, exist_ok=True)
         summary = {"task": name, "is_chief": is_chief, "replicas": replicas,
                    "collective": collective, "global_batch": global_batch,
                    "start_step": start_step, "end_step": args.steps, "losses": losses,
@@ -223,6 +125,84 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.out_dir) / f"{name}.json"
         out.write_text(json.dumps(summary, indent=1))
     return 0
+
+
+def make_strategy(tf: Any, resolver: Any, timeout: float, collective: str = "auto") -> Any:
+    """MWMS with RING all-reduce on CPUs and NCCL on GPUs, and a timeout on collectives
+    (a dead peer becomes an error on the survivors instead of a hang)."""
+    gpus = tf.config.list_physical_devices("GPU")
+    for gpu in gpus:  # several workers may share one GPU on a single machine
+        tf.config.experimental.set_memory_growth(gpu, True)
+    if gpus:  # cuDNN's fastest kernels add in varying order: a step redone after a
+        tf.config.experimental.enable_op_determinism()  # restart must repeat exactly
+    if collective == "auto":
+        collective = "nccl" if gpus else "ring"
+    implementation = tf.distribute.experimental.CommunicationImplementation[collective.upper()]
+    options = tf.distribute.experimental.CommunicationOptions(
+        implementation=implementation, timeout_seconds=timeout)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(
+        cluster_resolver=resolver, communication_options=options)
+    return strategy, implementation.name
+
+
+def try_fit(tf: Any, strategy: Any, x: Any, y: Any, global_batch: int, say: Any) -> None:
+    """Run one step of Keras ``model.fit`` under the strategy and report what happens."""
+    import keras  # here, not at the top: a notebook imports this module without Keras
+
+    with strategy.scope():
+        model = build_model(x.shape[1:], seed=1)
+        model.compile(optimizer="adam",
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(make_dataset(x, y, global_batch), steps_per_epoch=1, epochs=1, verbose=0)
+    except Exception as error:  # the failure is what we report
+        text = re.sub(r"PerReplica:\{.*?\}\)", "PerReplica:{...})", " ".join(str(error).split()))
+        say(f"model.fit FAILED with {type(error).__name__}: {text[:300]}")
+    else:
+        say("model.fit worked")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The flags, TF_CONFIG (or SLURM's variables) and the output folders, checked."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=30, help="total training steps planned")
+    parser.add_argument("--batch-per-replica", type=int, default=32)
+    parser.add_argument("--examples", type=int, default=1024, help="training examples used")
+    parser.add_argument("--learning-rate", type=float, default=0.01)
+    parser.add_argument("--seed", type=int, default=0, help="weights and data order")
+    parser.add_argument("--checkpoint-dir", default="",
+                        help="save here every --checkpoint-every steps and resume from here")
+    parser.add_argument("--checkpoint-every", type=int, default=5)
+    parser.add_argument("--out-dir", default="", help="write worker-<i>.json with the results")
+    parser.add_argument("--timeout", type=float, default=30.0,
+                        help="seconds a collective may wait for a peer before failing")
+    parser.add_argument("--collective", choices=("auto", "ring", "nccl"), default="auto",
+                        help="auto: NCCL with GPUs, else RING (ring when workers share a GPU)")
+    parser.add_argument("--try-fit", action="store_true", help="first try Keras model.fit")
+    parser.add_argument("--connect-timeout", type=float, default=120.0,
+                        help="seconds to wait for every task of the cluster to connect")
+    parser.add_argument("--resolver", choices=common.RESOLVERS, default="tf_config")
+    args = parser.parse_args(argv)
+    common.check_flags(
+        parser, args, ints={"steps": (1, None), "batch_per_replica": (1, 1 << 16),
+                            "examples": (1, None), "checkpoint_every": (1, None),
+                            "seed": (0, None)},
+        numbers={"learning_rate": {"above": 0}, "timeout": {"above": 0},
+                 "connect_timeout": {"above": 0}}, problem=common.resolver_problem(args.resolver))
+    for flag, folder in (("--checkpoint-dir", args.checkpoint_dir), ("--out-dir", args.out_dir)):
+        if not folder:
+            continue
+        try:
+            Path(folder).mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            parser.error(f"{flag} {folder!r} cannot be created ({error.strerror}); give a "
+                         "folder you can write to")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            parser.error(f"{flag} {folder!r} is not writable by this user; give a folder you "
+                         "can write to")
+    return args
 
 
 if __name__ == "__main__":

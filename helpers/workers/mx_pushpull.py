@@ -1,18 +1,18 @@
-"""Push and pull on MXNet's distributed kvstore: what the servers return to each worker.
+"""Push and pull on MXNet's distributed kvstore: what the servers return, and how long it takes.
 
-Each worker pushes ``rank + 1`` (times the round number) into one key and pulls it back;
-the servers sum the pushes of all workers, so every worker pulls the same sum. With
-``--sizes-kb`` it then times push + pull round trips for each message size.
-Start it through :class:`helpers.mx_cluster.LocalMXCluster`.
-
-Security: ps-lite authenticates nobody, and the servers this program pushes to unpickle
-what they receive. Keep the cluster on 127.0.0.1 or, across machines, on a private
-network, a VPN or SSH tunnels (:func:`helpers.mx_cluster.shell_commands`).
+Notebook 09: each worker pushes ``rank + 1`` (times the round number) into one key and
+pulls back the servers' sum of all workers' pushes. Notebook 11 (``--groups``,
+``--sizes-kb``): for each group size g, the workers of rank < g time push + pull round
+trips while the others wait at a barrier, under ``dist_async`` (``dist_sync`` would hold a
+group's pulls until every worker of the cluster had pushed); ``--start-file`` lets a
+launcher start the cluster early and have it measure when the machine is quiet.
 """
 
 import argparse
-import math
+import os
+import time
 from collections.abc import Mapping
+from typing import Any
 
 from helpers.frameworks import import_mxnet
 from helpers.workers.common import check_flags
@@ -20,42 +20,26 @@ from helpers.workers.mx_worker import (
     DIST_KINDS,
     connect,
     dmlc_env_problem,
+    message_key,
     report,
     say,
     time_push_pull,
 )
 
-#: The largest array pushed (elements): 1 GiB of float32.
-MAX_ELEMENTS = 1 << 28
-
-
-def parse_args(argv: list[str] | None = None,
-               environ: Mapping[str, str] | None = None) -> argparse.Namespace:
-    """The flags and the ``DMLC_*`` environment, checked before MXNet is imported."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--kvstore", default="dist_sync", choices=DIST_KINDS)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--shape", type=int, nargs=2, default=(2, 3))
-    parser.add_argument("--sizes-kb", type=int, nargs="*", default=[])
-    parser.add_argument("--repeat", type=int, default=10)
-    args = parser.parse_args(argv)
-    check_flags(parser, args, ints={"rounds": (1, 10_000), "shape": (1, MAX_ELEMENTS),
-                                    "sizes_kb": (1, 4 * MAX_ELEMENTS // 1024),
-                                    "repeat": (1, 10_000)})
-    if math.prod(args.shape) > MAX_ELEMENTS:
-        parser.error(f"--shape {args.shape[0]} {args.shape[1]} has more than {MAX_ELEMENTS} "
-                     "elements (1 GiB of float32); push a smaller array")
-    problem = dmlc_env_problem(environ)
-    if problem:
-        parser.error(problem)
-    return args
+KEY_PREFIX = "message"
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     mx = import_mxnet()
-    kv = connect(args.kvstore)
-    shape = tuple(args.shape)
+    if args.groups:
+        time_groups(mx, connect("dist_async"), args)
+    else:
+        sum_pushes(mx, connect(args.kvstore), args)
+
+
+def sum_pushes(mx: Any, kv: Any, args: argparse.Namespace) -> None:
+    shape = (2, 3)
     kv.init("weights", mx.nd.zeros(shape))
     pulled = []
     for round_ in range(1, args.rounds + 1):
@@ -74,15 +58,63 @@ def main(argv: list[str] | None = None) -> None:
     kv.pull(keys, out=outs)
     per_key = [float(o[0].asscalar()) for o in outs]
     say(kv, f"pulled per key: {per_key}")
+    report(kv, kvstore=kv.type, pulled=pulled, per_key=per_key)
 
-    timings = []
-    if args.sizes_kb:
-        timings = time_push_pull(kv, [kb * 1024 for kb in args.sizes_kb], repeat=args.repeat,
-                                 first_key="message")
-        for row in timings:
-            say(kv, f"push+pull {row['bytes']} bytes: {row['median_s'] * 1e3:.3f} ms")
-    report(kv, kvstore=kv.type, pulled=pulled, per_key=per_key,
-           push_pull=[{k: r[k] for k in ("bytes", "median_s", "best_s")} for r in timings])
+
+def time_groups(mx: Any, kv: Any, args: argparse.Namespace) -> None:
+    sizes = [kb * 1024 for kb in args.sizes_kb]
+    keys = [message_key(KEY_PREFIX, i) for i in range(len(sizes))]
+    kv.init(keys, [mx.nd.zeros((size // 4,)) for size in sizes])  # every worker takes part
+    kv.set_optimizer(mx.optimizer.SGD(learning_rate=1e-3))  # an async server must update
+    if args.start_file:
+        wait_for_file(args.start_file, args.start_timeout)
+    for group in args.groups:
+        kv._barrier()  # MXNet's global barrier among workers
+        if kv.rank < group:
+            rows = time_push_pull(kv, sizes, repeat=args.repeat, warmup=args.warmup,
+                                  first_key=KEY_PREFIX, init=False)
+            say(kv, f"group of {group}: " + ", ".join(
+                f"{r['bytes']} B {r['median_s'] * 1e3:.2f} ms" for r in rows))
+            report(kv, workers=group, push_pull=rows)
+        kv._barrier()
+
+
+def wait_for_file(path: str, timeout: float) -> None:
+    """Block until ``path`` exists; after ``timeout`` seconds end the process with code 1
+    (at once: a normal exit would wait in ps-lite's shutdown barrier for the others)."""
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            print(f"no start signal ({os.path.basename(path)}) after {timeout:g} s", flush=True)
+            os._exit(1)
+        time.sleep(0.02)
+
+
+def parse_args(argv: list[str] | None = None,
+               environ: Mapping[str, str] | None = None) -> argparse.Namespace:
+    """The flags and the ``DMLC_*`` environment, checked before MXNet is imported."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kvstore", default="dist_sync", choices=DIST_KINDS)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--groups", type=int, nargs="*", default=[],
+                        help="time round trips for groups of this many workers")
+    parser.add_argument("--sizes-kb", type=int, nargs="*", default=[],
+                        help="with --groups: the message sizes timed (KiB)")
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--start-file", default="",
+                        help="with --groups: wait until this file exists before measuring")
+    parser.add_argument("--start-timeout", type=float, default=600.0)
+    args = parser.parse_args(argv)
+    check_flags(parser, args, ints={"rounds": (1, 10_000), "sizes_kb": (1, 1 << 20),
+                                    "groups": (1, 64), "repeat": (1, 10_000),
+                                    "warmup": (0, 10_000)},
+                numbers={"start_timeout": {"above": 0}}, problem=dmlc_env_problem(environ))
+    workers = int((os.environ if environ is None else environ)["DMLC_NUM_WORKER"])
+    if bool(args.groups) != bool(args.sizes_kb) or max(args.groups, default=0) > workers:
+        parser.error(f"--groups (at most the cluster's {workers} workers) and --sizes-kb "
+                     "go together: give both to time round trips, neither to sum pushes")
+    return args
 
 
 if __name__ == "__main__":

@@ -1,36 +1,19 @@
 """Data-parallel training of a small Gluon network over MXNet's distributed kvstore.
 
-Every worker builds the same network, joins the kvstore and trains with
-``gluon.Trainer(..., kvstore=kv)``. Each step takes one *global* batch of the digits
-data (the same sequence of batches on every worker) and each worker computes the
-gradient of its own slice, ``batch[rank::num_workers]``, so the union over workers is
-the global batch whatever the number of workers:
-
-* ``dist_sync``: the servers sum the slices' gradients and apply one SGD step per global
-  batch (``trainer.step(global_batch)`` averages over it), the same arithmetic as one
-  worker on the whole batch; every worker then pulls identical weights.
-* ``dist_async``: the servers apply each worker's gradient as soon as it arrives
-  (``trainer.step(local_batch)``), no worker waits for another, and the weights a worker
-  holds are whatever it pulled last.
-
-Each step is timed in two parts, with ``mx.nd.waitall()`` after each: compute (forward
-and backward, plus ``--slow-ms`` of sleep on worker ``--slow-rank`` to play a slower
-device) and communication (``trainer.step``: push gradients, servers update, pull
-weights). Optional extras: ``--compute-batches`` times forward + backward alone for
-several batch sizes, ``--sizes-kb`` times push + pull round trips. One ``RESULT`` line
-carries everything back. Start it through :class:`helpers.mx_cluster.LocalMXCluster`.
-
-Security: the kvstore this program trains through has no authentication, and its
-servers unpickle the commands they receive: run it on 127.0.0.1 or, across machines,
-only on a private network, a VPN or SSH tunnels, with the ports open only between the
-cluster's hosts.
+Every worker trains the same network with ``gluon.Trainer(..., kvstore=kv)`` on its slice
+``batch[rank::num_workers]`` of each global batch, under ``dist_sync`` (one SGD step per
+global batch on the servers) or ``dist_async`` (each gradient applied as it arrives).
+Each step is timed in two parts: compute (plus ``--slow-ms`` of sleep on worker
+``--slow-rank``, a slower device) and communication (``trainer.step``: push, update,
+pull). ``--compute-batches`` and ``--sizes-kb`` time compute and round trips alone.
 """
 
 import argparse
+import hashlib
 import os
 import statistics
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -38,108 +21,34 @@ import numpy as np
 from helpers.frameworks import import_mxnet
 from helpers.training import load_digits
 from helpers.workers.common import check_flags
-from helpers.workers.mx_worker import (
-    connect,
-    digest,
-    dmlc_env_problem,
-    report,
-    say,
-    time_push_pull,
-)
-
-mx: Any = None  # MXNet, imported by main() once the flags and environment are checked
-
-
-def parse_args(argv: list[str] | None = None,
-               environ: Mapping[str, str] | None = None) -> argparse.Namespace:
-    """The flags and the ``DMLC_*`` environment, checked before MXNet is imported."""
-    env = os.environ if environ is None else environ
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--kvstore", default="dist_sync", choices=["dist_sync", "dist_async"])
-    parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--global-batch", type=int, default=64)
-    parser.add_argument("--hidden", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=0.5)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--warmup-steps", type=int, default=2, help="steps left out of timings")
-    parser.add_argument("--slow-rank", type=int, default=-1, help="this rank sleeps each step")
-    parser.add_argument("--slow-ms", type=float, default=0.0)
-    parser.add_argument("--compute-batches", type=int, nargs="*", default=[])
-    parser.add_argument("--sizes-kb", type=int, nargs="*", default=[])
-    parser.add_argument("--log-every", type=int, default=10)
-    args = parser.parse_args(argv)
-    check_flags(parser, args,
-                ints={"steps": (1, None), "global_batch": (1, 1 << 20), "hidden": (1, 1 << 16),
-                      "seed": (0, None), "warmup_steps": (0, None), "slow_rank": (-1, None),
-                      "compute_batches": (1, 1 << 20), "sizes_kb": (1, 1 << 20),
-                      "log_every": (1, None)},
-                numbers={"lr": {"above": 0}, "slow_ms": {"minimum": 0}})
-    if args.steps <= args.warmup_steps:
-        parser.error("--steps must be larger than --warmup-steps")
-    problem = dmlc_env_problem(env)
-    if problem:
-        parser.error(problem)
-    workers = int(env["DMLC_NUM_WORKER"])
-    if args.global_batch < workers:
-        parser.error(f"--global-batch {args.global_batch} is smaller than the number of workers "
-                     f"({workers}): every worker needs at least one example per step")
-    return args
-
-
-def device(rank: int) -> object:
-    """One GPU per worker when there are GPUs (round robin by rank), else the CPU."""
-    gpus = mx.context.num_gpus()
-    return mx.gpu(rank % gpus) if gpus else mx.cpu()
-
-
-def build(hidden: int, ctx: object, seed: int) -> object:
-    mx.random.seed(seed)
-    net = mx.gluon.nn.Sequential()
-    net.add(mx.gluon.nn.Dense(hidden, activation="relu"),
-            mx.gluon.nn.Dense(hidden, activation="relu"),
-            mx.gluon.nn.Dense(10))
-    net.initialize(mx.init.Xavier(), ctx=ctx)
-    return net
-
-
-def time_compute(net, loss_fn, x, y, batches, ctx, repeat=10, warmup=2) -> dict[str, float]:
-    """Median seconds of forward + backward at each per-worker batch size."""
-    out = {}
-    for b in batches:
-        data, label = mx.nd.array(x[:b], ctx=ctx), mx.nd.array(y[:b], ctx=ctx)
-        samples = []
-        for r in range(warmup + repeat):
-            start = time.perf_counter()
-            with mx.autograd.record():
-                loss = loss_fn(net(data), label)
-            loss.backward()
-            mx.nd.waitall()
-            if r >= warmup:
-                samples.append(time.perf_counter() - start)
-        out[str(b)] = statistics.median(samples)
-    return out
+from helpers.workers.mx_worker import connect, dmlc_env_problem, report, say, time_push_pull
 
 
 def main(argv: list[str] | None = None) -> None:
-    global mx
     args = parse_args(argv)
     mx = import_mxnet()
     kv = connect(args.kvstore)
     rank, n = kv.rank, kv.num_workers
-    ctx = device(rank)
+    gpus = mx.context.num_gpus()  # one GPU per worker when there are GPUs, else the CPU
+    ctx = mx.gpu(rank % gpus) if gpus else mx.cpu()
     digits = load_digits()
     x = digits.x_train.reshape(len(digits.x_train), -1)
     y = digits.y_train.astype(np.float32)
     x_test = digits.x_test.reshape(len(digits.x_test), -1)
 
-    net = build(args.hidden, ctx, args.seed)
+    mx.random.seed(args.seed)
+    net = mx.gluon.nn.Sequential()
+    net.add(mx.gluon.nn.Dense(args.hidden, activation="relu"),
+            mx.gluon.nn.Dense(args.hidden, activation="relu"),
+            mx.gluon.nn.Dense(10))
+    net.initialize(mx.init.Xavier(), ctx=ctx)
     loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
     net(mx.nd.array(x[:1], ctx=ctx))  # materialise the parameters
     params = list(net.collect_params().values())
     param_bytes = sum(int(np.prod(p.shape)) * 4 for p in params)
     say(kv, f"{type(ctx).__name__} {ctx}, {n} worker(s), {param_bytes} bytes of parameters")
 
-    compute_by_batch = time_compute(net, loss_fn, x, y, args.compute_batches, ctx)
+    compute_by_batch = time_compute(mx, net, loss_fn, x, y, args.compute_batches, ctx)
     trainer = mx.gluon.Trainer(params, "sgd", {"learning_rate": args.lr}, kvstore=kv)
 
     order = np.random.default_rng(args.seed).permutation(len(x))
@@ -175,8 +84,7 @@ def main(argv: list[str] | None = None) -> None:
 
     # Wait for every worker, then pull the servers' final weights (keys are the
     # Trainer's: parameter i has key i). In dist_async this is where workers agree.
-    # MXNet's global barrier among workers: a private method, and MXNet 1.9 has no public
-    # one (the docstring of push() points to this one).
+    # MXNet 1.9 has no public barrier among workers (push()'s docstring points to this one).
     kv._barrier()
     for i, p in enumerate(params):
         kv.pull(i, out=p.data(ctx))
@@ -190,10 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     say(kv, f"done: {args.steps - args.warmup_steps} timed steps in {loop_seconds:.3f} s, "
             f"train loss {train_loss:.4f}, test accuracy {accuracy:.3f}")
 
-    push_pull = []
-    if args.sizes_kb:
-        push_pull = time_push_pull(kv, [kb * 1024 for kb in args.sizes_kb])
-        push_pull = [{k: r[k] for k in ("bytes", "median_s", "best_s")} for r in push_pull]
+    push_pull = time_push_pull(kv, [kb * 1024 for kb in args.sizes_kb])
     report(kv, kvstore=kv.type, device=str(ctx), data=digits.source, steps=args.steps,
            timed_steps=args.steps - args.warmup_steps, global_batch=args.global_batch,
            local_batch=local_batch, param_bytes=param_bytes, loop_seconds=loop_seconds,
@@ -201,6 +106,67 @@ def main(argv: list[str] | None = None) -> None:
            losses=losses, train_loss=train_loss, test_accuracy=accuracy,
            weights_sum=weights_sum, digest_last=digest_last, digest_synced=digest_synced,
            compute_by_batch=compute_by_batch, push_pull=push_pull)
+
+
+def time_compute(mx: Any, net: Any, loss_fn: Any, x: Any, y: Any, batches: list[int],
+                 ctx: Any, repeat: int = 10, warmup: int = 2) -> dict[str, float]:
+    """Median seconds of forward + backward at each per-worker batch size."""
+    out = {}
+    for b in batches:
+        data, label = mx.nd.array(x[:b], ctx=ctx), mx.nd.array(y[:b], ctx=ctx)
+        samples = []
+        for r in range(warmup + repeat):
+            start = time.perf_counter()
+            with mx.autograd.record():
+                loss = loss_fn(net(data), label)
+            loss.backward()
+            mx.nd.waitall()
+            if r >= warmup:
+                samples.append(time.perf_counter() - start)
+        out[str(b)] = statistics.median(samples)
+    return out
+
+
+def digest(arrays: Iterable[Any]) -> str:
+    """A short hash of arrays' exact bytes: equal digests mean bit-identical weights."""
+    sha = hashlib.sha256()
+    for array in arrays:
+        sha.update(array.asnumpy().tobytes() if hasattr(array, "asnumpy") else bytes(array))
+    return sha.hexdigest()[:16]
+
+
+def parse_args(argv: list[str] | None = None,
+               environ: Mapping[str, str] | None = None) -> argparse.Namespace:
+    """The flags and the ``DMLC_*`` environment, checked before MXNet is imported."""
+    env = os.environ if environ is None else environ
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kvstore", default="dist_sync", choices=["dist_sync", "dist_async"])
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--global-batch", type=int, default=64)
+    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--lr", type=float, default=0.5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--warmup-steps", type=int, default=2, help="steps left out of timings")
+    parser.add_argument("--slow-rank", type=int, default=-1, help="this rank sleeps each step")
+    parser.add_argument("--slow-ms", type=float, default=0.0)
+    parser.add_argument("--compute-batches", type=int, nargs="*", default=[])
+    parser.add_argument("--sizes-kb", type=int, nargs="*", default=[])
+    parser.add_argument("--log-every", type=int, default=10)
+    args = parser.parse_args(argv)
+    check_flags(parser, args,
+                ints={"steps": (1, None), "global_batch": (1, 1 << 20), "hidden": (1, 1 << 16),
+                      "seed": (0, None), "warmup_steps": (0, None), "slow_rank": (-1, None),
+                      "compute_batches": (1, 1 << 20), "sizes_kb": (1, 1 << 20),
+                      "log_every": (1, None)},
+                numbers={"lr": {"above": 0}, "slow_ms": {"minimum": 0}},
+                problem=dmlc_env_problem(env))
+    if args.steps <= args.warmup_steps:
+        parser.error("--steps must be larger than --warmup-steps")
+    workers = int(env["DMLC_NUM_WORKER"])
+    if args.global_batch < workers:
+        parser.error(f"--global-batch {args.global_batch} is smaller than the number of workers "
+                     f"({workers}): every worker needs at least one example per step")
+    return args
 
 
 if __name__ == "__main__":

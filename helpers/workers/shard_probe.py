@@ -1,27 +1,11 @@
 """Which examples does each worker get? tf.data auto-sharding under MultiWorkerMirroredStrategy.
 
-Every worker of a ``MultiWorkerMirroredStrategy`` cluster builds the *same* input
-pipeline. ``strategy.experimental_distribute_dataset`` then rewrites it so that each
-worker reads its own share, following the pipeline's ``AutoShardPolicy``:
-
-* ``FILE``: each worker reads whole input files (worker i the files i, i + n, ...);
-* ``DATA``: each worker reads every file but keeps only its share of the elements;
-* ``OFF``: no sharding: every worker reads everything, so with the same files on every
-  worker all of them train on the same examples (a silent mistake, not an error);
-* ``AUTO`` (the default): ``FILE`` when the pipeline starts from files, else ``DATA``.
-
-This program reads the example ids written one per line in the text files of
-``--input-dir``, once under each policy asked for, and prints the ids it received,
-e.g. ``[worker-0] FILE: 0 1 2 3 8 9 10 11``. It trains nothing and uses no Keras, so it
-starts quickly. Run it like any worker program, with ``TF_CONFIG`` set per task.
-
-Security: each task's gRPC server listens on every address of its machine
-(``0.0.0.0:<port>``) with no authentication, so anyone who can reach the port can run
-code as you. Run it only on a private network, a VPN or SSH tunnels, with the ports
-open only between the workers.
+Every worker builds the same pipeline over the text files of ``--input-dir`` (one example
+id per line); ``strategy.experimental_distribute_dataset`` gives each its share by the
+``AutoShardPolicy`` (notebook 06 compares them). Under each policy asked for, this program
+prints the ids it received, e.g. ``[worker-0] FILE: 0 1 2 3 8 9 10 11``. It trains
+nothing and uses no Keras, so it starts quickly.
 """
-
-from __future__ import annotations
 
 import argparse
 import os
@@ -30,41 +14,23 @@ from pathlib import Path
 from typing import Any
 
 from helpers.frameworks import import_tensorflow
-from helpers.workers.common import (
-    check_flags,
-    cluster_resolver,
-    deadline_for_peers,
-    peers_of_this_task,
-    resolver_problem,
-)
+from helpers.workers import common
 
 POLICIES = ("AUTO", "FILE", "DATA", "OFF")
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--input-dir", required=True,
-                        help="folder of text files holding one example id per line")
-    parser.add_argument("--global-batch", type=int, default=4,
-                        help="examples per step over all workers")
-    parser.add_argument("--policies", nargs="+", choices=POLICIES, default=["FILE", "DATA", "OFF"])
-    parser.add_argument("--connect-timeout", type=float, default=120.0,
-                        help="seconds to wait for every task of the cluster to connect")
-    args = parser.parse_args(argv)
-    check_flags(parser, args, ints={"global_batch": (1, 1 << 16)},
-                numbers={"connect_timeout": {"above": 0}})
-    problem = resolver_problem("tf_config")
-    if problem:
-        parser.error(problem)
-    if not input_files(args.input_dir):
-        parser.error(f"--input-dir {args.input_dir} holds no .txt files: write the inputs first")
-    return args
-
-
-def input_files(folder: str) -> list[str]:
-    """The ``.txt`` files of ``folder``, sorted, so every worker lists them in one order."""
-    path = Path(folder)
-    return sorted(str(f) for f in path.glob("*.txt")) if path.is_dir() else []
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    tf = import_tensorflow(keras=False)  # no Keras here: start faster
+    resolver = common.cluster_resolver()
+    with common.deadline_for_peers(args.connect_timeout):  # the strategy waits for every worker
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
+    name = f"{strategy.cluster_resolver.task_type}-{strategy.cluster_resolver.task_id}"
+    files = input_files(args.input_dir)
+    for policy in args.policies:
+        seen = examples_seen(tf, strategy, files, policy, args.global_batch)
+        print(f"[{name}] {policy}: {' '.join(map(str, seen))}", flush=True)
+    return 0
 
 
 def examples_seen(tf: Any, strategy: Any, files: list[str], policy: str,
@@ -84,18 +50,28 @@ def examples_seen(tf: Any, strategy: Any, files: list[str], policy: str,
     return seen
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    tf = import_tensorflow(keras=False)  # no Keras here: start faster
-    who, peers = peers_of_this_task()
-    with deadline_for_peers(args.connect_timeout, who, peers):  # the strategy waits for all
-        strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=cluster_resolver())
-    name = f"{strategy.cluster_resolver.task_type}-{strategy.cluster_resolver.task_id}"
-    files = input_files(args.input_dir)
-    for policy in args.policies:
-        seen = examples_seen(tf, strategy, files, policy, args.global_batch)
-        print(f"[{name}] {policy}: {' '.join(map(str, seen))}", flush=True)
-    return 0
+def input_files(folder: str) -> list[str]:
+    """The ``.txt`` files of ``folder``, sorted, so every worker lists them in one order."""
+    path = Path(folder)
+    return sorted(str(f) for f in path.glob("*.txt")) if path.is_dir() else []
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--input-dir", required=True,
+                        help="folder of text files holding one example id per line")
+    parser.add_argument("--global-batch", type=int, default=4,
+                        help="examples per step over all workers")
+    parser.add_argument("--policies", nargs="+", choices=POLICIES, default=["FILE", "DATA", "OFF"])
+    parser.add_argument("--connect-timeout", type=float, default=120.0,
+                        help="seconds to wait for every task of the cluster to connect")
+    args = parser.parse_args(argv)
+    common.check_flags(parser, args, ints={"global_batch": (1, 1 << 16)},
+                       numbers={"connect_timeout": {"above": 0}},
+                       problem=common.resolver_problem("tf_config"))
+    if not input_files(args.input_dir):
+        parser.error(f"--input-dir {args.input_dir} holds no .txt files: write the inputs first")
+    return args
 
 
 if __name__ == "__main__":

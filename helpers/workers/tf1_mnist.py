@@ -1,134 +1,54 @@
 """The TF1 distributed digits CNN: one program for the parameter server and every worker.
 
-This is the classic *between-graph replication* program of TensorFlow 1, run on
-TensorFlow 2 through ``tf.compat.v1``. Every task runs the same file; flags say which
-job and task it is and where the others are:
-
-    python -m helpers.workers.tf1_mnist --job_name=ps --task_index=0 \\
-        --ps_hosts=host0:2222 --worker_hosts=host1:2222,host2:2222,host3:2222
-    python -m helpers.workers.tf1_mnist --job_name=worker --task_index=1 ...   # etc.
-
-The parameter server only serves (it blocks in ``server.join()`` and never exits by
-itself). Each worker builds its own copy of the graph with ``replica_device_setter``,
-which puts the variables on the parameter server and the computation on the worker.
-Worker 0 is the chief: its ``Supervisor`` initialises the variables, the others wait for
-that. ``--nodevice_filters`` drops the session's device filters, which makes a
-non-chief worker hang at the session start (the fault the notebook shows).
-
-Security: every task's ``tf.compat.v1.train.Server`` listens on every address of its
-machine (``0.0.0.0:<port>``) with no authentication, and runs the graphs clients send
-it, so anyone who can reach a port can run code as you. On several machines, run it
-only on a private network, a VPN or SSH tunnels, with the ports open only between the
-tasks.
+The classic *between-graph replication* program of TensorFlow 1, run through
+``tf.compat.v1``: every task runs this file, and flags say which job and task it is and
+where the others are (``--job_name=ps --task_index=0 --ps_hosts=h0:2222
+--worker_hosts=h1:2222,h2:2222``). The parameter server only serves, in
+``server.join()``. Each worker builds its own copy of the graph with
+``replica_device_setter`` (variables on the ps, computation on itself); worker 0 is the
+chief, whose ``Supervisor`` initialises the variables while the others wait.
+``--nodevice_filters`` makes a non-chief worker hang at the session start (the fault the
+notebook shows).
 """
-
-from __future__ import annotations
 
 import sys
 import time
 from typing import Any
 
 import numpy as np
+from absl import flags as absl_flags
 
+from helpers.frameworks import import_tensorflow
 from helpers.machine import require_int, require_number
+from helpers.training import load_digits
 
 JOBS = ("ps", "worker")
 SESSIONS = ("supervisor", "monitored")
 
 
-def define_flags(flags: Any) -> Any:
-    """Define this program's flags on a fresh ``FlagValues`` of ``flags`` and return it.
-
-    ``flags`` is ``tf.compat.v1.app.flags`` (an alias of ``absl.flags``). A fresh
-    ``FlagValues`` instead of the global ``FLAGS`` lets the definitions run more than once
-    in one process (a test, a notebook kernel) without "duplicate flag" errors.
-    """
-    fv = flags.FlagValues()
-    flags.DEFINE_string("job_name", "", "'ps' or 'worker'", flag_values=fv)
-    flags.DEFINE_integer("task_index", 0, "index of this task within its job", flag_values=fv)
-    flags.DEFINE_string("ps_hosts", "", "comma-separated host:port of the ps tasks",
-                        flag_values=fv)
-    flags.DEFINE_string("worker_hosts", "", "comma-separated host:port of the workers",
-                        flag_values=fv)
-    flags.DEFINE_integer("steps", 60, "global training steps (all workers together)",
-                         flag_values=fv)
-    flags.DEFINE_integer("batch_size", 32, "examples per worker step", flag_values=fv)
-    flags.DEFINE_float("learning_rate", 0.003, "Adam learning rate", flag_values=fv)
-    flags.DEFINE_integer("log_every", 5, "print a progress line every N local steps",
-                         flag_values=fv)
-    flags.DEFINE_boolean("device_filters", True,
-                         "restrict each worker's session to the ps and itself",
-                         flag_values=fv)
-    flags.DEFINE_enum("session", "supervisor", list(SESSIONS),
-                      "Supervisor.managed_session or MonitoredTrainingSession",
-                      flag_values=fv)
-    flags.DEFINE_string("logdir", "", "Supervisor/checkpoint directory (empty: none)",
-                        flag_values=fv)
-    return fv
-
-
-def _hosts(text: str) -> list[str]:
-    return [h for h in text.split(",") if h]
-
-
-def parse_flags(argv: list[str], flags: Any = None) -> Any:
-    """Parse ``argv`` (``argv[0]`` is the program name) and check that it makes sense.
-
-    Raises ValueError naming the bad flag and what to pass instead, rather than letting
-    TensorFlow fail later with a gRPC or device error.
-    """
-    if flags is None:
-        from absl import flags  # noqa: PLC0415  (what tf.compat.v1.app.flags re-exports)
-    fv = define_flags(flags)
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv if argv is None else argv)
     try:
-        fv(list(argv))
-    except flags.Error as exc:
-        raise ValueError(f"bad command line: {exc}") from None
-    if fv.job_name not in JOBS:
-        raise ValueError(f"--job_name must be 'ps' or 'worker', not {fv.job_name!r}")
-    ps, workers = _hosts(fv.ps_hosts), _hosts(fv.worker_hosts)
-    if not ps or not workers:
-        raise ValueError("--ps_hosts and --worker_hosts must each list at least one "
-                         "host:port, e.g. --ps_hosts=127.0.0.1:2222")
-    for host in ps + workers:
-        name, _, port = host.rpartition(":")
-        if not name or not port.isdigit():
-            raise ValueError(f"{host!r} is not host:port")
-    n = len(ps) if fv.job_name == "ps" else len(workers)
-    if not 0 <= fv.task_index < n:
-        raise ValueError(f"--task_index must be 0 to {n - 1} for job {fv.job_name!r} "
-                         f"({n} task(s) listed), not {fv.task_index}")
-    for name in ("steps", "batch_size", "log_every"):
-        require_int(f"--{name}", getattr(fv, name), 1)
-    require_number("--learning_rate", fv.learning_rate, above=0)
-    return fv
-
-
-def build_model(tf: Any, image_size: int) -> dict[str, Any]:
-    """A tiny CNN (one 3x3 conv, one dense layer) as a TF1 graph with explicit variables."""
+        fv = parse_flags(argv)
+    except ValueError as exc:
+        print(f"tf1_mnist: {exc}", file=sys.stderr, flush=True)
+        return 2
+    tf = import_tensorflow(keras=False)  # this program uses no Keras: start faster
     v1 = tf.compat.v1
-    x = v1.placeholder(tf.float32, [None, image_size, image_size, 1], name="x")
-    y = v1.placeholder(tf.int64, [None], name="y")
-    init = v1.glorot_uniform_initializer(seed=1)
-    w_conv = v1.get_variable("w_conv", [3, 3, 1, 16], initializer=init)
-    b_conv = v1.get_variable("b_conv", [16], initializer=v1.zeros_initializer())
-    h = tf.nn.relu(tf.nn.conv2d(x, w_conv, strides=1, padding="SAME") + b_conv)
-    if image_size > 16:  # MNIST's 28x28: pool to keep the dense layer small
-        h = tf.nn.max_pool2d(h, ksize=2, strides=2, padding="SAME")
-    flat = tf.reshape(h, [-1, int(np.prod(h.shape[1:]))])
-    w_out = v1.get_variable("w_out", [flat.shape[1], 10], initializer=init)
-    b_out = v1.get_variable("b_out", [10], initializer=v1.zeros_initializer())
-    logits = tf.matmul(flat, w_out) + b_out
-    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y,
-                                                                          logits=logits))
-    accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), y), tf.float32))
-    return {"x": x, "y": y, "loss": loss, "accuracy": accuracy}
+    v1.disable_eager_execution()  # TF1 graphs and sessions, as the program was written
+    cluster = v1.train.ClusterSpec({"ps": _hosts(fv.ps_hosts),
+                                    "worker": _hosts(fv.worker_hosts)})
+    server = v1.train.Server(cluster, job_name=fv.job_name, task_index=fv.task_index)
+    print(f"{fv.job_name} {fv.task_index}: server at {server.target}", flush=True)
+    if fv.job_name == "ps":
+        server.join()  # serves the variables until the process is ended from outside
+        return 0
+    run_worker(tf, fv, cluster, server)
+    return 0
 
 
 def run_worker(tf: Any, fv: Any, cluster: Any, server: Any) -> None:
     """Between-graph replication: this worker's graph, its session, its training loop."""
-    from helpers.training import load_digits  # noqa: PLC0415
-
     v1 = tf.compat.v1
     i = fv.task_index
     is_chief = i == 0
@@ -192,27 +112,80 @@ def run_worker(tf: Any, fv: Any, cluster: Any, server: Any) -> None:
           flush=True)
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv if argv is None else argv)
-    try:
-        fv = parse_flags(argv)
-    except ValueError as exc:
-        print(f"tf1_mnist: {exc}", file=sys.stderr, flush=True)
-        return 2
-    from helpers.frameworks import import_tensorflow  # noqa: PLC0415  (after the flags)
-
-    tf = import_tensorflow(keras=False)  # this program uses no Keras: start faster
+def build_model(tf: Any, image_size: int) -> dict[str, Any]:
+    """A tiny CNN (one 3x3 conv, one dense layer) as a TF1 graph with explicit variables."""
     v1 = tf.compat.v1
-    v1.disable_eager_execution()  # TF1 graphs and sessions, as the program was written
-    cluster = v1.train.ClusterSpec({"ps": _hosts(fv.ps_hosts),
-                                    "worker": _hosts(fv.worker_hosts)})
-    server = v1.train.Server(cluster, job_name=fv.job_name, task_index=fv.task_index)
-    print(f"{fv.job_name} {fv.task_index}: server at {server.target}", flush=True)
-    if fv.job_name == "ps":
-        server.join()  # serves the variables until the process is ended from outside
-        return 0
-    run_worker(tf, fv, cluster, server)
-    return 0
+    x = v1.placeholder(tf.float32, [None, image_size, image_size, 1], name="x")
+    y = v1.placeholder(tf.int64, [None], name="y")
+    init = v1.glorot_uniform_initializer(seed=1)
+    w_conv = v1.get_variable("w_conv", [3, 3, 1, 16], initializer=init)
+    b_conv = v1.get_variable("b_conv", [16], initializer=v1.zeros_initializer())
+    h = tf.nn.relu(tf.nn.conv2d(x, w_conv, strides=1, padding="SAME") + b_conv)
+    if image_size > 16:  # MNIST's 28x28: pool to keep the dense layer small
+        h = tf.nn.max_pool2d(h, ksize=2, strides=2, padding="SAME")
+    flat = tf.reshape(h, [-1, int(np.prod(h.shape[1:]))])
+    w_out = v1.get_variable("w_out", [flat.shape[1], 10], initializer=init)
+    b_out = v1.get_variable("b_out", [10], initializer=v1.zeros_initializer())
+    logits = tf.matmul(flat, w_out) + b_out
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y,
+                                                                          logits=logits))
+    accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), y), tf.float32))
+    return {"x": x, "y": y, "loss": loss, "accuracy": accuracy}
+
+
+def define_flags(flags: Any) -> Any:
+    """This program's flags, defined on a fresh ``FlagValues`` of ``flags``
+    (``tf.compat.v1.app.flags``, i.e. absl's) rather than the global ``FLAGS``, so the
+    definitions can run more than once in one process (a test, a notebook kernel)."""
+    fv = flags.FlagValues()
+    on = {"flag_values": fv}
+    flags.DEFINE_string("job_name", "", "'ps' or 'worker'", **on)
+    flags.DEFINE_integer("task_index", 0, "index of this task within its job", **on)
+    flags.DEFINE_string("ps_hosts", "", "comma-separated host:port of the ps tasks", **on)
+    flags.DEFINE_string("worker_hosts", "", "comma-separated host:port of the workers", **on)
+    flags.DEFINE_integer("steps", 60, "global training steps (all workers together)", **on)
+    flags.DEFINE_integer("batch_size", 32, "examples per worker step", **on)
+    flags.DEFINE_float("learning_rate", 0.003, "Adam learning rate", **on)
+    flags.DEFINE_integer("log_every", 5, "print a progress line every N local steps", **on)
+    flags.DEFINE_boolean("device_filters", True,
+                         "restrict each worker's session to the ps and itself", **on)
+    flags.DEFINE_enum("session", "supervisor", list(SESSIONS),
+                      "Supervisor.managed_session or MonitoredTrainingSession", **on)
+    flags.DEFINE_string("logdir", "", "Supervisor/checkpoint directory (empty: none)", **on)
+    return fv
+
+
+def parse_flags(argv: list[str], flags: Any = None) -> Any:
+    """Parse ``argv`` (``argv[0]`` is the program name), or ValueError naming the bad flag,
+    rather than a gRPC or device error from TensorFlow later."""
+    flags = flags or absl_flags  # what tf.compat.v1.app.flags re-exports
+    fv = define_flags(flags)
+    try:
+        fv(list(argv))
+    except flags.Error as exc:
+        raise ValueError(f"bad command line: {exc}") from None
+    if fv.job_name not in JOBS:
+        raise ValueError(f"--job_name must be 'ps' or 'worker', not {fv.job_name!r}")
+    ps, workers = _hosts(fv.ps_hosts), _hosts(fv.worker_hosts)
+    if not ps or not workers:
+        raise ValueError("--ps_hosts and --worker_hosts must each list at least one "
+                         "host:port, e.g. --ps_hosts=127.0.0.1:2222")
+    for host in ps + workers:
+        name, _, port = host.rpartition(":")
+        if not name or not port.isdigit():
+            raise ValueError(f"{host!r} is not host:port")
+    n = len(ps) if fv.job_name == "ps" else len(workers)
+    if not 0 <= fv.task_index < n:
+        raise ValueError(f"--task_index must be 0 to {n - 1} for job {fv.job_name!r} "
+                         f"({n} task(s) listed), not {fv.task_index}")
+    for name in ("steps", "batch_size", "log_every"):
+        require_int(f"--{name}", getattr(fv, name), 1)
+    require_number("--learning_rate", fv.learning_rate, above=0)
+    return fv
+
+
+def _hosts(text: str) -> list[str]:
+    return [h for h in text.split(",") if h]
 
 
 if __name__ == "__main__":

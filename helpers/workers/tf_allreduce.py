@@ -1,39 +1,28 @@
-"""Time all-reduce between worker processes, with the collective MultiWorkerMirroredStrategy runs.
+"""Time all-reduce between worker processes under MultiWorkerMirroredStrategy: alone, and
+inside a training step.
 
-Every worker of a local TensorFlow cluster runs this program; ``TF_CONFIG`` tells it
-its place. It builds ``MultiWorkerMirroredStrategy`` with RING all-reduce (gRPC between
-the processes) and then:
-
-1. at the largest message size, times the strategy's own all-reduce over all workers
-   (``ReplicaContext.all_reduce`` inside a ``tf.function``, the call Keras' optimizer
-   makes for gradients) and checks the sum, reading from the traced graph which op did
-   the work;
-2. at every message size, times that op, ``CollectiveReduceV2`` with
-   ``communication_hint="ring"``, called directly on groups made of the first 1, 2, ...
-   workers. A collective involves only
-   the members of its group, so one cluster of four processes measures all-reduce
-   among 1, 2 and 4 of them while the others wait: four processes started once instead
-   of seven started three times. A group of one exchanges nothing; its time is what the
-   op costs by itself;
-3. with ``--tensors K``, all-reduces K small tensors three ways: as K collectives
-   (``CommunicationOptions(bytes_per_pack=1)``: every tensor its own pack), as one pack
-   (``bytes_per_pack=0``, the default: TensorFlow concatenates them, reduces once and
-   splits), and packed by hand (concatenate, one all-reduce of a single tensor, split).
-
-Each worker prints one ``RESULT {json}`` line per measurement
-(:func:`helpers.workers.mx_worker.parse_results` reads them back). All workers must run
-the same arguments: every collective waits for all members of its group.
+Every worker runs this program with the same flags (every collective waits for all
+members of its group), one replica each, RING all-reduce over gRPC; each measurement is
+one ``RESULT`` line. Notebook 11: the strategy's all-reduce, its op called directly on
+groups of workers, and fusion (``--tensors``). Notebook 12 (``--batches``): a step's
+compute, the data-parallel step, the exchange alone, and gradient accumulation; the update
+is plain SGD written out, since a Keras optimizer would all-reduce the gradients again.
 """
 
-from __future__ import annotations
-
 import argparse
+import math
+import os
+import statistics
 import sys
-from typing import Any
+import time
+from typing import Any, NoReturn
 
+from helpers.costs import layer_costs, training_flops_per_example
 from helpers.frameworks import import_tensorflow
 from helpers.measure import benchmark
-from helpers.workers.common import all_reduce, cluster_resolver, finish, local_result, report
+from helpers.training import build_model, training_arrays
+from helpers.workers import common
+from helpers.workers.common import TIMING_DONE, report
 from helpers.workers.mwms_train import make_strategy
 
 #: Group and instance keys of the collectives called directly. MultiWorkerMirroredStrategy
@@ -42,69 +31,28 @@ GROUP_KEY_BASE = 100_000
 INSTANCE_KEY_BASE = 1_000_000
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes-kb", type=int, nargs="+", default=[4, 64, 1024],
-                        help="message sizes (KiB of float32) per worker")
-    parser.add_argument("--groups", type=int, nargs="+", default=[1, 2],
-                        help="sizes of the groups of workers timed with the op itself")
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--tensors", type=int, default=0,
-                        help="fusion: how many small tensors to all-reduce (0: skip)")
-    parser.add_argument("--tensor-kb", type=int, default=4, help="fusion: KiB per small tensor")
-    parser.add_argument("--timeout", type=float, default=60.0,
-                        help="seconds a collective may wait for its peers")
-    args = parser.parse_args(argv)
-    if min(args.sizes_kb) < 1 or min(args.groups) < 1 or args.repeat < 1 or args.warmup < 0 \
-            or args.tensors < 0 or args.tensor_kb < 1:
-        parser.error("sizes, groups, --repeat and --tensor-kb must be >= 1, --warmup and "
-                     "--tensors >= 0")
-    return args
-
-
-def collective_ops(tf_function: Any, *args: Any) -> list[dict[str, Any]]:
-    """The collective ops in the graph ``tf_function`` traces for ``args``, with their hint."""
-    graph = tf_function.get_concrete_function(*args).graph
-    found = []
-    for op in graph.get_operations():
-        if op.type.startswith("Collective"):
-            hint = op.get_attr("communication_hint")
-            found.append({"type": op.type, "hint": hint.decode() if isinstance(hint, bytes)
-                          else str(hint)})
-    return found
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    tf = import_tensorflow(keras=False)
-    resolver = cluster_resolver("tf_config")
-    strategy, implementation = make_strategy(tf, resolver, args.timeout, "ring")
-    rank, workers = resolver.task_id, strategy.num_replicas_in_sync
-    too_big = [g for g in args.groups if g > workers]
-    if too_big:
-        raise SystemExit(f"--groups {too_big} larger than the {workers} workers of the cluster")
+    tf = import_tensorflow(keras=bool(args.batches))  # Keras for the model of notebook 12
+    strategy, implementation = make_strategy(tf, common.cluster_resolver(), args.timeout, "ring")
+    rank, workers = strategy.cluster_resolver.task_id, strategy.num_replicas_in_sync
+    print(f"[worker-{rank}] {workers} workers, collective {implementation}", flush=True)
+    (time_steps if args.batches else time_all_reduce)(tf, strategy, args)
+    return finish(f"worker-{rank}")
+
+
+def time_all_reduce(tf: Any, strategy: Any, args: argparse.Namespace) -> None:
+    rank, workers = strategy.cluster_resolver.task_id, strategy.num_replicas_in_sync
+    if max(args.groups) > workers:
+        raise SystemExit(f"--groups {args.groups} larger than the {workers} workers")
     keys = iter(range(INSTANCE_KEY_BASE, INSTANCE_KEY_BASE + 1_000_000))
-
-    def first(result: Any) -> float:  # the timed call returns one element: fetching it waits
-        return float(result.numpy())
-
-    def timed(fn: Any, x: Any) -> dict[str, float]:
-        result = benchmark(lambda: fn(x), sync=first, warmup=args.warmup, repeat=args.repeat)
-        return {"seconds": result.median, "best": result.best}
-
-    # 1. The strategy's all-reduce over every worker (each worker: one replica).
-    @tf.function
-    def strategy_all_reduce(x: Any) -> Any:
-        result = strategy.run(lambda v: all_reduce(tf, tf.identity(v)), args=(x,))
-        return local_result(tf, strategy, result)[0]
-
+    strategy_all_reduce = all_reduce_one(tf, strategy)
     barrier_value = tf.ones([1])
 
     def barrier() -> None:  # an all-reduce over everyone: nobody leaves before all arrive
         strategy_all_reduce(barrier_value).numpy()
 
-    # 2. The op itself, on a group of the first `size` workers.
+    # The op itself, on a group of the first `size` workers.
     def direct_all_reduce(size: int, elements: int, instance_key: int) -> Any:
         group_key = GROUP_KEY_BASE + size
 
@@ -117,60 +65,253 @@ def main(argv: list[str] | None = None) -> int:
 
         return reduce
 
-    print(f"[worker-{rank}] {workers} workers, collective {implementation}", flush=True)
     for kb in args.sizes_kb:
         elements = kb * 256
         x = tf.fill([elements], float(rank + 1))  # the sum over g workers is g (g + 1) / 2
         if kb == max(args.sizes_kb):  # the strategy's door to the same op, at one size
-            total = first(strategy_all_reduce(x))
+            total = fetched(strategy_all_reduce(x))
             report(rank=rank, kind="strategy", workers=workers, bytes=4 * elements,
                    correct=total == workers * (workers + 1) / 2,
-                   ops=collective_ops(strategy_all_reduce, x), **timed(strategy_all_reduce, x))
+                   ops=collective_ops(strategy_all_reduce, x),
+                   **timed(args, strategy_all_reduce, x))
         for size in args.groups:
             instance_key = next(keys)  # taken by every worker, so members agree on it
             barrier()
             if rank < size:
                 reduce = direct_all_reduce(size, elements, instance_key)
-                total = first(reduce(x))
+                total = fetched(reduce(x))
                 report(rank=rank, kind="op", workers=size, bytes=4 * elements,
-                       correct=total == size * (size + 1) / 2, **timed(reduce, x))
+                       correct=total == size * (size + 1) / 2, **timed(args, reduce, x))
             barrier()
+    if not args.tensors:
+        return
 
-    if args.tensors:
-        n = args.tensor_kb * 256
-        small = [tf.fill([n], float(rank + 1)) for _ in range(args.tensors)]
+    # Fusion: K small tensors as K collectives, as one pack, and packed by hand.
+    n = args.tensor_kb * 256
+    small = [tf.fill([n], float(rank + 1)) for _ in range(args.tensors)]
 
-        def per_replica(options: Any) -> Any:
-            @tf.function
-            def reduce(values: Any) -> Any:
-                result = strategy.run(
-                    lambda *v: all_reduce(tf, [tf.identity(t) for t in v], options),
-                    args=tuple(values))
-                return local_result(tf, strategy, result)[-1][0]
-            return reduce
-
+    def per_replica(options: Any) -> Any:
         @tf.function
-        def by_hand(values: Any) -> Any:
-            def step(*v: Any) -> Any:
-                packed = all_reduce(tf, tf.concat(v, axis=0))
-                return tf.split(packed, len(v))
-            return local_result(tf, strategy, strategy.run(step, args=tuple(values)))[-1][0]
+        def reduce(values: Any) -> Any:
+            result = strategy.run(lambda *v: all_reduce(tf, [tf.identity(t) for t in v], options),
+                                  args=tuple(values))
+            return local_result(tf, strategy, result)[-1][0]
+        return reduce
 
-        Options = tf.distribute.experimental.CommunicationOptions
-        ways = {"one collective per tensor": per_replica(Options(bytes_per_pack=1)),
-                "one pack (bytes_per_pack=0)": per_replica(Options(bytes_per_pack=0)),
-                "packed by hand": by_hand}
-        repeat = min(args.repeat, 3)  # one collective per tensor is slow: a few runs suffice
-        for label, fn in ways.items():
-            barrier()
-            total = first(fn(small))
-            result = benchmark(lambda fn=fn: fn(small), sync=first, warmup=args.warmup,
-                               repeat=repeat)
-            report(rank=rank, kind="fusion", way=label, tensors=args.tensors,
-                   bytes=4 * n * args.tensors, workers=workers,
-                   collectives=len(collective_ops(fn, small)), seconds=result.median,
-                   best=result.best, correct=total == workers * (workers + 1) / 2)
-    return finish(f"worker-{rank}")
+    @tf.function
+    def by_hand(values: Any) -> Any:
+        def step(*v: Any) -> Any:
+            packed = all_reduce(tf, tf.concat(v, axis=0))
+            return tf.split(packed, len(v))
+        return local_result(tf, strategy, strategy.run(step, args=tuple(values)))[-1][0]
+
+    Options = tf.distribute.experimental.CommunicationOptions
+    ways = {"one collective per tensor": per_replica(Options(bytes_per_pack=1)),
+            "one pack (bytes_per_pack=0)": per_replica(Options(bytes_per_pack=0)),
+            "packed by hand": by_hand}
+    for label, fn in ways.items():
+        barrier()
+        total = fetched(fn(small))
+        report(rank=rank, kind="fusion", way=label, tensors=args.tensors,
+               bytes=4 * n * args.tensors, workers=workers,
+               collectives=len(collective_ops(fn, small)),
+               correct=total == workers * (workers + 1) / 2,
+               **timed(args, fn, small, repeat=min(args.repeat, 3)))  # slow: a few runs do
+
+
+def time_steps(tf: Any, strategy: Any, args: argparse.Namespace) -> None:
+    import keras  # loaded by import_tensorflow above
+
+    rank, workers = strategy.cluster_resolver.task_id, strategy.num_replicas_in_sync
+    Options = tf.distribute.experimental.CommunicationOptions
+    k = args.micro_batches
+    x_all, y_all, source = training_arrays(max(args.batches) * k, seed=rank)
+    with strategy.scope():
+        model = build_model(x_all.shape[1:])
+    alone = build_model(x_all.shape[1:])  # the same model outside the strategy
+    variables, alone_variables = model.trainable_variables, alone.trainable_variables
+    grad_bytes = sum(4 * math.prod(v.shape) for v in variables)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+    lr = args.learning_rate
+
+    def gradients(net: Any, x: Any, y: Any, global_batch: Any) -> list[Any]:
+        with tf.GradientTape() as tape:
+            per_example = loss_fn(y, net(x, training=True))
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
+        return tape.gradient(loss, net.trainable_variables)
+
+    def update(params: list[Any], grads: list[Any]) -> None:
+        for v, g in zip(params, grads, strict=True):
+            v.assign_sub(lr * g)
+
+    def local(result: Any) -> Any:  # this worker's copy of a per-replica result
+        return local_result(tf, strategy, result)
+
+    spec = [tf.TensorSpec([None, *x_all.shape[1:]], tf.float32), tf.TensorSpec([None], tf.int32)]
+
+    @tf.function(input_signature=spec)
+    def compute_step(x: Any, y: Any) -> Any:
+        grads = gradients(alone, x, y, tf.shape(x)[0] * workers)
+        update(alone_variables, grads)
+        return grads[-1][0]
+
+    def data_parallel_step(options: Any) -> Any:
+        @tf.function(input_signature=spec)
+        def step(x: Any, y: Any) -> Any:
+            def replica(x: Any, y: Any) -> Any:
+                grads = all_reduce(tf, gradients(model, x, y, tf.shape(x)[0] * workers), options)
+                update(variables, grads)
+                return grads[-1][0]
+            return local(strategy.run(replica, args=(x, y)))
+        return step
+
+    @tf.function
+    def exchange(values: Any) -> Any:
+        return local(strategy.run(lambda *v: all_reduce(tf, [tf.identity(t) for t in v]),
+                                  args=tuple(values)))[-1][0]
+
+    def accumulate_step() -> Any:
+        micro = [tf.TensorSpec([k, None, *x_all.shape[1:]], tf.float32),
+                 tf.TensorSpec([k, None], tf.int32)]
+
+        @tf.function(input_signature=micro)
+        def step(xs: Any, ys: Any) -> Any:
+            def replica(xs: Any, ys: Any) -> Any:
+                global_batch = tf.shape(xs)[1] * k * workers
+                total = gradients(model, xs[0], ys[0], global_batch)
+                for i in range(1, k):  # added locally: no exchange
+                    total = [a + g for a, g in
+                             zip(total, gradients(model, xs[i], ys[i], global_batch),
+                                 strict=True)]
+                grads = all_reduce(tf, total)  # one exchange for k micro-batches
+                update(variables, grads)
+                return grads[-1][0]
+            return local(strategy.run(replica, args=(xs, ys)))
+        return step
+
+    def side_by_side(**calls: tuple[Any, ...]) -> dict[str, float]:
+        """Median seconds of each ``(function, *inputs)``, timed in alternating rounds: a
+        burst of load from other programs then slows every call of the round, not one."""
+        samples: dict[str, list[float]] = {name: [] for name in calls}
+        for round_ in range(args.warmup + args.repeat):
+            for name, (fn, *inputs) in calls.items():
+                start = time.perf_counter()
+                fetched(fn(*inputs))
+                if round_ >= args.warmup:
+                    samples[name].append(time.perf_counter() - start)
+        return {name: statistics.median(values) for name, values in samples.items()}
+
+    costs = layer_costs(model)
+    report(rank=rank, kind="model", workers=workers, params=int(grad_bytes // 4),
+           grad_bytes=int(grad_bytes), tensors=len(variables), data=source,
+           input_shape=list(x_all.shape[1:]),
+           flops_per_example=training_flops_per_example(costs),
+           activations_per_example=sum(c.outputs for c in costs))
+    one = all_reduce_one(tf, strategy)
+    for kb in args.sizes_kb:
+        report(rank=rank, kind="all-reduce", bytes=kb * 1024,
+               seconds=timed(args, one, tf.ones([kb * 256]))["seconds"])
+    report(rank=rank, kind="exchange", bytes=int(grad_bytes),
+           seconds=timed(args, exchange, [tf.ones(v.shape) for v in variables])["seconds"])
+    one_pack = data_parallel_step(Options(bytes_per_pack=0))
+    pack_bytes = max(1, int(grad_bytes) // args.packs)
+    packed = data_parallel_step(Options(bytes_per_pack=pack_bytes))
+    for b in args.batches:
+        x, y = tf.constant(x_all[:b]), tf.constant(y_all[:b])
+        report(rank=rank, kind="batch", batch=b, pack_bytes=pack_bytes, **side_by_side(
+            compute=(compute_step, x, y), step=(one_pack, x, y), step_packed=(packed, x, y)))
+    b = min(args.batches)
+    xs = tf.constant(x_all[:k * b].reshape(k, b, *x_all.shape[1:]))
+    ys = tf.constant(y_all[:k * b].reshape(k, b))
+
+    def k_steps() -> Any:
+        result = None
+        for i in range(k):
+            result = one_pack(xs[i], ys[i])
+        return result
+
+    report(rank=rank, kind="accumulation", micro_batch=b, micro_batches=k, **side_by_side(
+        accumulated=(accumulate_step(), xs, ys), separate=(k_steps,)))
+
+
+def all_reduce(tf: Any, values: Any, options: Any = None) -> Any:
+    """Sum ``values`` over all replicas from inside ``strategy.run``: the call Keras'
+    optimizer makes for the gradients (``options``: CommunicationOptions for this call)."""
+    context = tf.distribute.get_replica_context()
+    return context.all_reduce(tf.distribute.ReduceOp.SUM, values, options=options)
+
+
+def local_result(tf: Any, strategy: Any, result: Any) -> Any:
+    """This worker's copy of a (nested) per-replica result of ``strategy.run``."""
+    return tf.nest.map_structure(lambda r: strategy.experimental_local_results(r)[0], result)
+
+
+def all_reduce_one(tf: Any, strategy: Any) -> Any:
+    """The strategy's all-reduce of one tensor over every worker (each worker: one replica)."""
+    @tf.function
+    def reduce(x: Any) -> Any:
+        result = strategy.run(lambda v: all_reduce(tf, tf.identity(v)), args=(x,))
+        return local_result(tf, strategy, result)[0]
+    return reduce
+
+
+def fetched(result: Any) -> float:
+    """The timed calls return one element: fetching it waits for the collective."""
+    return float(result.numpy())
+
+
+def timed(args: argparse.Namespace, fn: Any, *inputs: Any, repeat: int = 0) -> dict[str, float]:
+    result = benchmark(lambda: fn(*inputs), sync=fetched, warmup=args.warmup,
+                       repeat=repeat or args.repeat)
+    return {"seconds": result.median, "best": result.best}
+
+
+def finish(name: str, linger: float = 120.0) -> NoReturn:
+    """Print :data:`~helpers.workers.common.TIMING_DONE`, then wait (at most ``linger`` s)
+    for the launcher to end this worker: leaving could break a peer still fetching the last
+    chunk it serves, and a normal exit waits in TensorFlow's shutdown barrier."""
+    print(f"[{name}] {TIMING_DONE}", flush=True)
+    sys.stderr.flush()
+    time.sleep(linger)
+    os._exit(0)
+
+
+def collective_ops(tf_function: Any, *args: Any) -> list[dict[str, Any]]:
+    """The collective ops in the graph ``tf_function`` traces for ``args``, with their hint."""
+    found = []
+    for op in tf_function.get_concrete_function(*args).graph.get_operations():
+        if op.type.startswith("Collective"):
+            hint = op.get_attr("communication_hint")
+            found.append({"type": op.type, "hint": hint.decode() if isinstance(hint, bytes)
+                          else str(hint)})
+    return found
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes-kb", type=int, nargs="+", default=[4, 64, 1024],
+                        help="message sizes (KiB of float32) per worker")
+    parser.add_argument("--groups", type=int, nargs="+", default=[1, 2],
+                        help="sizes of the groups of workers timed with the op itself")
+    parser.add_argument("--tensors", type=int, default=0, help="fusion: small tensors (0: skip)")
+    parser.add_argument("--tensor-kb", type=int, default=4, help="fusion: KiB per small tensor")
+    parser.add_argument("--batches", type=int, nargs="*", default=[],
+                        help="time training steps at these per-replica batches (notebook 12)")
+    parser.add_argument("--micro-batches", type=int, default=4, help="accumulated per exchange")
+    parser.add_argument("--packs", type=int, default=4, help="overlap: packs of gradients")
+    parser.add_argument("--learning-rate", type=float, default=0.01)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=60.0,
+                        help="seconds a collective may wait for its peers")
+    args = parser.parse_args(argv)
+    common.check_flags(parser, args, ints={
+        "sizes_kb": (1, 1 << 20), "groups": (1, 64), "tensors": (0, 10_000),
+        "tensor_kb": (1, 1 << 20), "batches": (1, 1 << 16), "micro_batches": (1, 1024),
+        "packs": (1, 1 << 16), "repeat": (1, 10_000), "warmup": (0, 10_000)},
+        numbers={"learning_rate": {"above": 0}, "timeout": {"above": 0}},
+        problem=common.resolver_problem("tf_config"))
+    return args
 
 
 if __name__ == "__main__":

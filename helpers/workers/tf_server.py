@@ -1,48 +1,23 @@
 """A plain TensorFlow server task: start a gRPC server for this task and serve forever.
 
-Parameter servers and the workers of ``ParameterServerStrategy`` run no program of
-their own: the coordinator sends them functions to run and variables to hold. All such
-a task needs is a ``tf.distribute.Server`` for its place in the cluster, joined so the
-process stays alive. The same file runs on a real machine:
-
-    TF_CONFIG='{"cluster": {...}, "task": {"type": "ps", "index": 0}}' \\
-        python -m helpers.workers.tf_server
-
-(``--resolver slurm`` inside ``srun`` takes the cluster from SLURM instead.)
-
-Security: the server listens on every address of the machine (``0.0.0.0:<port>``)
-with no authentication, and runs whatever functions a client sends it, so anyone who
-can reach the port can run code as you. Run it only on a private network, a VPN or SSH
-tunnels, with the port open only to the other tasks of the cluster.
+Parameter servers and the workers of ``ParameterServerStrategy`` run no program of their
+own: the coordinator sends them functions to run and variables to hold. All such a task
+needs is a ``tf.distribute.Server`` for its place in the cluster, joined so the process
+stays alive. On a real machine: ``TF_CONFIG='{"cluster": {...}, "task": {"type": "ps",
+"index": 0}}' python -m helpers.workers.tf_server`` (or ``--resolver slurm`` inside
+``srun``). It listens on every address and runs what any client sends: see
+:mod:`helpers.workers.common` on security.
 """
-
-from __future__ import annotations
 
 import argparse
 import sys
 
+from helpers.frameworks import import_tensorflow
 from helpers.workers.common import RESOLVERS, check_flags, cluster_resolver, resolver_problem
-
-
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """The flags, checked (with the cluster resolver's environment) before TensorFlow loads."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--resolver", choices=RESOLVERS, default="tf_config",
-                        help="where the cluster comes from (default: TF_CONFIG)")
-    parser.add_argument("--threads", type=int, default=0,
-                        help="inter-op threads of this task (0: TensorFlow's choice)")
-    args = parser.parse_args(argv)
-    check_flags(parser, args, ints={"threads": (0, 1024)})
-    problem = resolver_problem(args.resolver)
-    if problem:
-        parser.error(problem)
-    return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from helpers.frameworks import import_tensorflow  # noqa: PLC0415  (after the flags)
-
     tf = import_tensorflow(keras=False)  # this program uses no Keras: start faster
     for gpu in tf.config.list_physical_devices("GPU"):  # tasks on one machine share a GPU
         tf.config.experimental.set_memory_growth(gpu, True)
@@ -56,6 +31,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{resolver.task_type}:{resolver.task_id} serving at {server.target}", flush=True)
     server.join()  # serves until the process is ended
     return 0
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The flags, checked (with the cluster resolver's environment) before TensorFlow loads."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--resolver", choices=RESOLVERS, default="tf_config",
+                        help="where the cluster comes from (default: TF_CONFIG)")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="inter-op threads of this task (0: TensorFlow's choice)")
+    args = parser.parse_args(argv)
+    check_flags(parser, args, ints={"threads": (0, 1024)}, problem=resolver_problem(args.resolver))
+    return args
 
 
 if __name__ == "__main__":
