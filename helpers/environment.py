@@ -1,12 +1,11 @@
 """Check that the installed packages are the ones the series is pinned to, and diagnose the stack.
 
 A plain ``pip install tensorflow mxnet`` quietly installs mxnet 1.0.0.post1 (MXNet 1.9.1
-declares numpy < 2, TensorFlow 2.21 needs numpy >= 2.1, and pip backtracks to an ancient
-MXNet), and everything fails later with confusing errors: so the series compares what is
-installed with ``requirements.txt`` and ``requirements-mxnet.txt`` up front. On Colab and
-Kaggle the setup cell installs only the ``runtime`` extra of the series' package plus MXNet:
-a maintainers' tool missing there is not needed, and a platform's numpy inside the extra's
-range is accepted.
+declares numpy < 2, the series runs numpy 2, and pip backtracks to an ancient MXNet), and
+everything fails later with confusing errors: so the series compares what is installed with
+``requirements.txt`` and ``requirements-mxnet.txt`` up front. On Colab and Kaggle the setup
+cell installs only the ``runtime`` extra of the series' package plus MXNet: a maintainers' tool
+missing there is not needed, and a platform's numpy inside the extra's range is accepted.
 """
 
 from __future__ import annotations
@@ -87,7 +86,7 @@ def broken_pins(path: Path | str = REQUIREMENTS) -> list[str]:
 def diagnose() -> Table:
     """Each known way the stack breaks, checked on this machine, with the fix.
 
-    The wrong MXNet (pip's silent fallback), a numpy older than TensorFlow 2.21 needs, a GPU
+    The wrong MXNet (pip's silent fallback), a numpy 1.x (the series runs numpy 2), a GPU
     machine without its driver or with TensorFlow's CPU build, and how MXNet runs on GPUs.
     """
     table = Table(["check", "status", "what to do"])
@@ -98,7 +97,7 @@ def diagnose() -> Table:
     numpy_version = package_version("numpy") or "missing"
     table.append(["numpy version", "ok", "-"] if _within(numpy_version, ">=2.1") else
                  ["numpy version", f"problem: {numpy_version}",
-                  "the series runs on numpy 2 (TensorFlow 2.21 needs 2.1 or newer): "
+                  "the series runs on numpy 2.1 or newer on every Python: "
                   "pip install -r requirements.txt -c constraints/py3.X.txt (your Python)"])
     broken = broken_pins()
     table.append(["all pins of requirements*.txt", "ok" if not broken else "problem: "
