@@ -79,7 +79,7 @@ student: $(STAMP)
 
 # One run of the notebook suite under nbval; its JUnit report gives TEACHING.md's run minutes.
 teaching: $(STAMP)
-	$(BIN)/python -m tools.teaching --run
+	$(BIN)/python -m tools.teaching $(if $(RUN),--profile-run $(RUN),--run)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run_all

@@ -14,12 +14,15 @@ stored files and fails on what such a reader must never meet:
 * **code cells stored unexecuted, or executed out of order**: a page that was not run
   top to bottom in one fresh kernel (``python -m tools.execute``) may show results that
   its cells no longer produce;
+* **asserts without a message**: a claim that fails on a learner's machine must say which
+  claim and which values;
 * **nbval markers in two forms at once** (a tag and the same option as a comment), which
   nbval resolves silently in favour of the comment, with an "Overlapping options" warning.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import tempfile
@@ -269,3 +272,30 @@ def test_overlapping_markers() -> None:
     assert overlapping_markers(_nb(tag_only, comment_only)) == []
     assert overlapping_markers(_nb(both)) == [
         "cell 0: check_exception both as a tag and as a comment"]
+
+
+def bare_asserts(notebook: dict[str, Any]) -> list[str]:
+    """``cell N: <test>`` for every assert without a message in the notebook's code cells: when
+    one fails on a learner's machine, ``AssertionError`` alone says neither which claim nor
+    which values."""
+    found = []
+    for index, cell in enumerate(notebook["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        source = "\n".join(line for line in "".join(cell["source"]).splitlines()
+                           if not line.lstrip().startswith(("%", "!")))
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Assert) and node.msg is None:
+                found.append(f"cell {index}: {ast.unparse(node.test)[:80]}")
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_assert_says_what_it_checked(path: Path) -> None:
+    assert not bare_asserts(_load(path)), bare_asserts(_load(path))
+
+
+def test_a_bare_assert_is_found() -> None:
+    cell = {"cell_type": "code", "source": ["%time x = 1\n", "assert x == 1\n",
+                                            "assert x, f'x is {x}'\n"]}
+    assert bare_asserts({"cells": [cell]}) == ["cell 0: x == 1"]

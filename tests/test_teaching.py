@@ -120,3 +120,36 @@ def test_the_guide_has_a_row_for_every_notebook_of_the_series():
     assert stored <= set(numbers)
     for row in rows:
         assert row.run == teaching.NOT_MEASURED or float(row.run) > 0
+
+
+PROFILES = """# Guide
+<!-- profiles:start -->
+| # | ci (min) |
+|---|---|
+| 00 | 0.1 |
+| 05 | 0.3 |
+
+- `ci`: `make run PROFILE=ci` on 2030-01-01, Old CPU (2 logical CPUs), 0.4 min in all.
+<!-- profiles:end -->
+after
+"""
+
+
+def profile_run(status="ok"):
+    return {"profile": "laptop", "date": "2030-05-06", "machine": MACHINE,
+            "runs": [{"notebook": "00_check", "status": "ok", "seconds": 6.0},
+                     {"notebook": "05_mirrored", "status": status, "seconds": 90.0}]}
+
+
+def test_a_profile_run_fills_its_own_column_and_keeps_the_others():
+    text = teaching.update_profile(PROFILES, profile_run())
+    assert "| 00 | 0.1 | 0.1 |" in text and "| 05 | 0.3 | 1.5 |" in text, text
+    assert "`laptop`: `make run PROFILE=laptop` on 2030-05-06, Test CPU (2 logical CPUs)" in text
+    assert "`ci`: `make run PROFILE=ci` on 2030-01-01" in text and text.endswith("after\n")
+    again = teaching.update_profile(text, profile_run())  # a second run replaces, not appends
+    assert again.count("`laptop`:") == 1 and again.count("laptop (min)") == 1
+
+
+def test_a_profile_run_with_a_failing_notebook_is_not_recorded():
+    with pytest.raises(ValueError, match="05_mirrored did not pass"):
+        teaching.update_profile(PROFILES, profile_run(status="failed"))

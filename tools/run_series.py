@@ -6,7 +6,8 @@ Each notebook ``notebooks/NN_*.ipynb`` gets the chosen profile through papermill
 fills in its ``parameters`` cell) and is executed in order by a fresh ``python3`` kernel
 of the current environment, with the notebooks folder as working directory. The executed
 copies land in the output folder, the notebooks' results (JSON and PNG) in
-``<output>/results/``, and :mod:`tools.report` turns those into ``<output>/REPORT.md``.
+``<output>/results/``, and :mod:`tools.report` turns those into ``<output>/REPORT.md``;
+``<output>/runs.json`` keeps each notebook's status and seconds for ``tools.teaching``.
 
 A notebook that fails (cells tagged ``raises-exception`` are expected to fail and do not
 count) stops at its failing cell; the run goes on with the next notebook, so one run of a
@@ -18,6 +19,8 @@ any failed.
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
 import os
 import re
 import shutil
@@ -228,8 +231,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             run.status, run.error = "failed", str(err)
             failures.append(err)
             print(f"FAILED ({run.seconds:.1f} s)", flush=True)
+    machine = describe_machine()
     report = build_report(results, output / "REPORT.md", profile=args.profile, runs=runs,
-                          machine=describe_machine())
+                          machine=machine)
+    (output / "runs.json").write_text(json.dumps({  # what `make teaching RUN=...` reads
+        "profile": args.profile, "date": datetime.date.today().isoformat(), "machine": machine,
+        "runs": [{"notebook": r.notebook, "status": r.status, "seconds": r.seconds}
+                 for r in runs]}, indent=1))
     print(f"report: {report}")
     for failure in failures:
         print(f"error: {failure}\n  the executed copy with the error: {output / failure.notebook}",

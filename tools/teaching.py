@@ -16,11 +16,16 @@ notebooks and leaves TEACHING.md as it was.
 
 The table lives between ``<!-- minutes:start -->`` and ``<!-- minutes:end -->``; its
 rows are ``| NN | notebook | run | discussion | class |``.
+
+``--profile-run DIR`` records a ``make run PROFILE=...`` (``tools.run_series``) instead: its
+``runs.json`` fills that profile's column of the per-profile table (between ``<!--
+profiles:start -->`` and ``<!-- profiles:end -->``), again only when every notebook passed.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import re
@@ -169,6 +174,45 @@ def update(text: str, minutes: dict[str, float], note: str) -> str:
     return before + render(rows, note) + after
 
 
+P_START, P_END = "<!-- profiles:start -->", "<!-- profiles:end -->"
+
+
+def update_profile(text: str, run: dict) -> str:
+    """TEACHING.md with the minutes of a ``tools.run_series`` run (its ``runs.json``) written
+    into the per-profile table: one column per profile, the run's note under the table."""
+    failed = [r["notebook"] for r in run["runs"] if r["status"] != "ok"]
+    if failed:
+        raise ValueError(f"{', '.join(failed)} did not pass in that run: its minutes are not "
+                         "recorded; fix them and run `make run` again")
+    if P_START not in text or P_END not in text:
+        raise ValueError(f"TEACHING.md has no {P_START} ... {P_END} table")
+    before, rest = text.split(P_START, 1)
+    inside, after = rest.split(P_END, 1)
+    lines = [ln for ln in inside.strip().splitlines() if ln.startswith("|")]
+    notes = [ln for ln in inside.strip().splitlines() if ln.startswith("- ")]
+    header = [c.strip() for c in lines[0].strip().strip("|").split("|")]
+    rows = {c[0]: c for c in ([x.strip() for x in ln.strip().strip("|").split("|")]
+                              for ln in lines[2:]) if re.fullmatch(r"\d\d", c[0])}
+    profile, column = run["profile"], f"{run['profile']} (min)"
+    if column not in header:
+        header.append(column)
+        for cells in rows.values():
+            cells.append("")
+    k = header.index(column)
+    for r in run["runs"]:
+        number = r["notebook"][:2]
+        if number in rows:
+            rows[number][k] = f"{r['seconds'] / 60:.1f}"
+    machine = run["machine"]
+    gpus = f", GPUs: {', '.join(machine['gpus'])}" if machine.get("gpus") else ""
+    total = sum(r["seconds"] for r in run["runs"]) / 60
+    notes = [n for n in notes if not n.startswith(f"- `{profile}`:")] + [
+        f"- `{profile}`: `make run PROFILE={profile}` on {run['date']}, {machine.get('cpu')} "
+        f"({machine.get('logical_cpus')} logical CPUs{gpus}), {total:.1f} min in all."]
+    body = table(header, [rows[n] for n in sorted(rows)])
+    return f"{before}{P_START}\n{body}\n\n" + "\n".join(sorted(notes)) + f"\n{P_END}{after}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.teaching",
                                      description=__doc__.splitlines()[0])
@@ -177,11 +221,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"run the notebook suite now, into {JUNIT.relative_to(ROOT)}")
     source.add_argument("--junit", type=Path,
                         help="JUnit XML of a `pytest notebooks` run (-o junit_family=xunit1)")
+    source.add_argument("--profile-run", type=Path, metavar="DIR",
+                        help="the output folder of a `make run PROFILE=...` to record")
     parser.add_argument("--teaching", type=Path, default=TEACHING,
                         help="the guide to update (default: TEACHING.md)")
     parser.add_argument("--profile", default="ci",
                         help="the profile the suite ran with (default: %(default)s)")
     args = parser.parse_args(argv)
+    if args.profile_run is not None:
+        try:
+            text = update_profile(args.teaching.read_text(), json.loads(
+                (args.profile_run / "runs.json").read_text()))
+        except (FileNotFoundError, ValueError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+        args.teaching.write_text(text)
+        print(f"{args.teaching.name}: minutes of {args.profile_run / 'runs.json'} written")
+        return 0
     run = run_suite(JUNIT, args.profile) if args.run else None
     junit = JUNIT if args.run else args.junit
     try:
