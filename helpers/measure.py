@@ -266,8 +266,8 @@ class Timeline:
         return 1.0 - busy / (self.stages * self.makespan)
 
     def plot(self, ax: Any = None, title: str = "") -> Figure:
-        """A Gantt chart: a row per stage, a bar per span (backward hatched), a colour per
-        micro-batch."""
+        """A Gantt chart: a row per stage, a bar per span (backward hatched), a colour and a
+        number per micro-batch."""
         import matplotlib.pyplot as plt  # noqa: PLC0415
 
         if ax is None:
@@ -277,9 +277,12 @@ class Timeline:
             ax.barh(s.stage, (s.end - s.start) * 1e3, left=(s.start - origin) * 1e3,
                     color=f"C{s.microbatch % 10}", edgecolor="black", linewidth=0.5,
                     hatch="//" if s.phase == "B" else None)
+            if s.end - s.start > self.makespan / 40:  # numbered where the bar can hold it
+                ax.text((s.start + s.end - 2 * origin) / 2 * 1e3, s.stage, str(s.microbatch),
+                        ha="center", va="center", fontsize=8)
         ax.set_yticks(range(self.stages), [f"stage {i}" for i in range(self.stages)])
         ax.invert_yaxis()
-        ax.set_xlabel("time (ms)")
+        ax.set_xlabel("time (ms); backward hatched, bars numbered by micro-batch")
         ax.set_title(title or f"{self.microbatches} micro-batch(es): bubble {self.bubble():.0%}")
         ax.figure.tight_layout()
         return ax.figure
