@@ -2,9 +2,10 @@
 
 TensorFlow's gRPC server listens on every address whatever ``TF_CONFIG`` names, with no
 authentication: whoever reaches a port can run code as the learner (MXNet's servers,
-which unpickle what they are sent, listen on 127.0.0.1 here). So a TensorFlow cluster
-starts quietly on a loopback-only machine, with a banner (once) on a private network,
-and not at all on a public address unless ``allow_external=True`` or
+which unpickle what they are sent, listen on the cluster's host, 127.0.0.1 by default). A
+private address is no shield on a cloud VM, whose public address the provider maps onto it.
+So a TensorFlow cluster starts quietly on a loopback-only machine, with a banner (once) on a
+private network, and not at all on a public address unless ``allow_external=True`` or
 ``SERIES_ALLOW_EXTERNAL=1`` says its ports were made unreachable from outside.
 """
 
@@ -65,12 +66,15 @@ class NetworkExposure:
                     f"LocalTFCluster or set {ENV_VAR}=1 (until then it refuses to start).")
         else:
             head = f"Network: private address(es) {', '.join(self.private)}."
-            who, todo = "any machine on that network", f"If you do not trust it, {protect}."
+            who = ("any machine on that network, and on a cloud VM (AWS, GCP, Azure: a private "
+                   "address behind the provider's 1:1 NAT) anyone its firewall lets in")
+            todo = (f"If you do not trust them, {protect}. Whether this machine has a public "
+                    "address behind NAT: `curl -s https://checkip.amazonaws.com` in a terminal.")
         lines = textwrap.wrap(head, 92) + textwrap.wrap(
             "TensorFlow's gRPC servers listen on every address (0.0.0.0, [::]) with no "
             f"authentication: while a cluster runs, {who} can connect to its ports and run "
             "code as you.", 92) + textwrap.wrap(todo, 92) + [
-            "(MXNet's ps-lite listens on 127.0.0.1 here: only this machine can reach it.)"]
+            "(MXNet's ps-lite listens on 127.0.0.1 unless LocalMXCluster gets another host.)"]
         width = max(len(line) for line in lines)
         return "\n".join(["=" * width, *lines, "=" * width])
 
@@ -100,23 +104,32 @@ def network_banner() -> NetworkExposure:
     return exposure
 
 
+TF_SERVERS = "TensorFlow's gRPC servers listen on every address with no authentication"
+
+
 def check_exposure(allow_external: bool = False, what: str = "this TensorFlow cluster",
-                   exposure: NetworkExposure | None = None) -> NetworkExposure:
+                   exposure: NetworkExposure | None = None,
+                   servers: str = TF_SERVERS) -> NetworkExposure:
     """Refuse (:class:`ExposureError`) a public address unless allowed, or print the banner
-    (once per process) before starting servers that listen on every address."""
+    (once per process) before starting servers that listen on every address. ``servers``
+    says which servers and how they listen (MXNet's, on a host the learner chose, get a
+    warning of their own each time: the banner describes TensorFlow's)."""
     global _warned
     exposure = exposure if exposure is not None else network_exposure()
     allowed = allow_external or os.environ.get(ENV_VAR, "").strip() == "1"
     if exposure.level == "public" and not allowed:
         raise ExposureError(
             f"{what} was not started: this machine has a public address "
-            f"({', '.join(exposure.public)}), and TensorFlow's gRPC servers listen on every "
-            "address with no authentication, so anyone on the internet who finds a port "
-            "could run code as you while the cluster runs. Make the ports unreachable from "
-            f"outside first (a firewall that drops incoming connections to ports "
+            f"({', '.join(exposure.public)}), and {servers}, so anyone on the internet who "
+            "finds a port could run code as you while the cluster runs. Make the ports "
+            f"unreachable from outside first (a firewall that drops incoming connections to ports "
             f"{ephemeral_port_range()}, a private network or VPN, or SSH tunnels), then pass "
             f"allow_external=True or set {ENV_VAR}=1.")
-    if exposure.level != "loopback" and not _warned:
+    if exposure.level != "loopback" and servers != TF_SERVERS:
+        print(f"Warning: {what}: {servers}; any machine that reaches this one "
+              f"({', '.join(exposure.public + exposure.private)}) can run code as you while "
+              "it runs. Leave host at 127.0.0.1 unless other machines must join.")
+    elif exposure.level != "loopback" and not _warned:
         print(exposure.banner())
         _warned = True
     return exposure

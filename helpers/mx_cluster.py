@@ -44,6 +44,10 @@ def dmlc_env(role: str, scheduler_host: str, scheduler_port: int, servers: int, 
              node_host: str | None = None, verbose: int = 0) -> dict[str, str]:
     """The ``DMLC_*`` variables of one process: ``node_host`` is the address it advertises
     to the others, ``verbose`` sets ``PS_VERBOSE`` (1 logs registration, 2 every message)."""
+    for name, host in (("scheduler_host", scheduler_host), ("node_host", node_host or "-")):
+        if not isinstance(host, str) or not host.strip():
+            raise ValueError(f"{name} must be a host name or address, not {host!r}")
+    require_int("scheduler_port", scheduler_port, 1, 65535)
     env = {"DMLC_ROLE": role, "DMLC_PS_ROOT_URI": scheduler_host,
            "DMLC_PS_ROOT_PORT": str(scheduler_port), "DMLC_NUM_SERVER": str(servers),
            "DMLC_NUM_WORKER": str(workers), "DMLC_NODE_HOST": node_host or scheduler_host}
@@ -55,8 +59,10 @@ def shell_commands(module: str, scheduler_host: str, scheduler_port: int,
                    args: Sequence[str] = (), python: str = "python") -> list[str]:
     """One shell line per process to start the same cluster on several machines, run in
     any order, on a private network only (anyone who reaches the ports can run code)."""
-    if not server_hosts or not worker_hosts:
-        raise ValueError("a ps-lite cluster needs at least one server host and one worker host")
+    for name, hosts in (("server_hosts", server_hosts), ("worker_hosts", worker_hosts)):
+        if isinstance(hosts, str) or not hosts or not all(isinstance(h, str) for h in hosts):
+            raise ValueError(f"{name} is a non-empty list of host names, not {hosts!r}: write "
+                             f"{[hosts] if isinstance(hosts, str) else ['host1']!r}")
     plan = [("scheduler", scheduler_host, SERVER_MODULE)]
     plan += [("server", host, SERVER_MODULE) for host in server_hosts]
     plan += [("worker", host, module) for host in worker_hosts]
@@ -143,7 +149,9 @@ class LocalMXCluster(LocalCluster):
             raise RuntimeError("this cluster was started already; make a new LocalMXCluster")
         address = socket.getaddrinfo(self.host, None)[0][4][0].split("%")[0]
         if not ipaddress.ip_address(address).is_loopback:
-            check_exposure(self.allow_external, f"this LocalMXCluster (host {self.host})")
+            check_exposure(self.allow_external, f"this LocalMXCluster (host {self.host})",
+                           servers=f"MXNet's ps-lite processes listen on {self.host} with no "
+                           "authentication and unpickle what they receive")
         self.port = self.port or free_port(self.host)
         self.group.claim_ports([self.port], "this LocalMXCluster")
         ensure_port_free(self.port, self.host)

@@ -65,6 +65,9 @@ def check_host(host: object) -> str:
     except (socket.gaierror, UnicodeError, TypeError):
         raise ValueError(f"host {host!r} does not resolve to an address; a local cluster runs "
                          "on this machine: leave host at its default, 127.0.0.1") from None
+    if family != socket.AF_INET:
+        raise ValueError(f"host {host!r} is an IPv6 address; the series' clusters listen on "
+                         "IPv4: use 127.0.0.1 (or this machine's IPv4 address)")
     with socket.socket(family, socket.SOCK_STREAM) as sock:
         try:
             sock.bind((address[0], 0))
@@ -256,7 +259,11 @@ class ProcessGroup:
         self.claimed: set[int] = set()
         if log_dir:
             self.log_dir = Path(log_dir)
-            self.log_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                self.log_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise ValueError(f"log_dir {str(log_dir)!r} cannot be a folder ({err.strerror}); "
+                                 "give a folder you can write to, or leave it None") from None
         else:
             prune_log_folders(tempfile.gettempdir())
             self.log_dir = Path(tempfile.mkdtemp(
@@ -462,11 +469,16 @@ class LocalCluster:
                   pattern: str | None = None, framework_lines: bool = True) -> None:
         """Print each task's log under a header with its state: the ``last`` lines, those
         matching ``pattern`` (a regex), without the framework's own lines if asked."""
+        try:
+            matches = re.compile(pattern or "").search
+        except re.error as err:
+            raise ValueError(f"pattern {pattern!r} is not a regular expression ({err}); for "
+                             "plain text pass re.escape(text)") from None
         for task in self._chosen(tasks):
             lines = [ln for ln in self._log(task).splitlines()
                      if not (self.PROTOCOL_LINE and self.PROTOCOL_LINE.match(ln))
                      and (framework_lines or not self.FRAMEWORK_LOG_LINE.match(ln))
-                     and (pattern is None or re.search(pattern, ln))]
+                     and matches(ln)]
             lines = lines[-last:] if last else lines
             print(f"===== {task} [{self.state(task)}] =====")
             print("\n".join(lines) if lines else "(no output)")

@@ -56,7 +56,20 @@ def cluster_spec(workers: int, ps: int = 0, chief: int = 0,
 
 
 def tf_config(cluster: dict[str, list[str]], task_type: str, task_index: int) -> str:
-    """The ``TF_CONFIG`` JSON for one task: the whole cluster plus who this task is."""
+    """The ``TF_CONFIG`` JSON for one task: the whole cluster plus who this task is. Every
+    address must be ``host:port`` with a port from 1 to 65535, and no two the same (two tasks
+    on one port would wait for each other until the connect timeout)."""
+    seen: dict[str, str] = {}
+    for job, addresses in cluster.items():
+        for i, address in enumerate(addresses):
+            port = str(address).rpartition(":")[2]
+            if not (port.isdigit() and 0 < int(port) < 65536):
+                raise ValueError(f"{job}-{i}'s address {address!r} needs a port from 1 to "
+                                 "65535 after its host, as in 127.0.0.1:2222")
+            if address in seen:
+                raise ValueError(f"{job}-{i} and {seen[address]} both have the address "
+                                 f"{address}; give every task a port of its own")
+            seen[address] = f"{job}-{i}"
     if task_index not in range(len(cluster.get(task_type, []))):
         raise ValueError(f"the cluster has no task {task_type}-{task_index}; its jobs are "
                          + ", ".join(f"{job} ({len(a)} tasks)" for job, a in cluster.items()))
@@ -108,6 +121,7 @@ class LocalTFCluster(LocalCluster):
         self.command = python_module_command(module)
         self.ready_timeout = require_number("ready_timeout (seconds)", ready_timeout, above=0)
         self.allow_external = require_choice("allow_external", allow_external, (False, True))
+        require_choice("set_tf_config", set_tf_config, (False, True))
         self.cluster: dict[str, list[str]] = cluster_spec(workers, ps, chief, host)
         self.module, self.host, self.set_tf_config = module, host, set_tf_config
         self.task_args, self.env, self.task_env = task_args, dict(env or {}), task_env

@@ -16,14 +16,18 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import pytest
 from fresh_python import run_python
 
+from helpers import exposure
 from helpers.devices import plan_devices, use_logical_cpus
-from helpers.mx_cluster import LocalMXCluster, train_on_cluster
+from helpers.exposure import NetworkExposure
+from helpers.measure import benchmark
+from helpers.mx_cluster import LocalMXCluster, dmlc_env, shell_commands, train_on_cluster
 from helpers.profiles import get_profile, require_fits_in_memory
-from helpers.tf_cluster import LocalTFCluster, cluster_spec
+from helpers.tf_cluster import LocalTFCluster, cluster_spec, tf_config
 from helpers.workers import mwms_train, mx_pushpull, mx_train, mx_worker, tf1_mnist, tf_server
 
 PUSHPULL = "helpers.workers.mx_pushpull"
@@ -47,6 +51,12 @@ class Case:
 
 def _config(**task: object) -> str:
     return json.dumps({"cluster": TWO_WORKERS, "task": task})
+
+
+def _a_file(tmp: str) -> str:
+    path = os.path.join(tmp, "a-file")
+    open(path, "w").close()
+    return path
 
 
 def _unwritable(tmp: str) -> str:
@@ -249,6 +259,42 @@ CASES: dict[str, Case] = {
         lambda: mwms_train.parse_args(["--batch-per-replica", "0"]),
         r"--batch-per-replica must be an int >= 1, not 0", SystemExit,
         {"TF_CONFIG": GOOD_TF_CONFIG}),
+    # -- inputs of the cluster lessons (06-12) ------------------------------------------------
+    "cluster_spec_ipv6_loopback": Case(lambda: cluster_spec(1, host="::1"),
+                                       r"host '::1' is an IPv6 address; .* use 127.0.0.1"),
+    "tf_config_port_99999": Case(
+        lambda: tf_config({"worker": ["127.0.0.1:99999"]}, "worker", 0),
+        r"worker-0's address '127.0.0.1:99999' needs a port from 1 to 65535"),
+    "tf_config_same_address_twice": Case(
+        lambda: tf_config({"worker": ["127.0.0.1:2222"], "ps": ["127.0.0.1:2222"]}, "ps", 0),
+        r"ps-0 and worker-0 both have the address 127.0.0.1:2222"),
+    "worker_tf_config_same_address_twice": Case(
+        lambda: mwms_train.parse_args([]), r"TF_CONFIG lists 127.0.0.1:20000 for two tasks",
+        SystemExit, {"TF_CONFIG": json.dumps({"cluster": {"worker": ["127.0.0.1:20000"] * 2},
+                                              "task": {"type": "worker", "index": 0}})}),
+    "tf_cluster_set_tf_config_no": Case(
+        lambda: LocalTFCluster("json.tool", workers=1, set_tf_config="no"),
+        r"set_tf_config must be one of False, True, not 'no'"),
+    "tf_cluster_log_dir_is_a_file": Case(
+        lambda: LocalTFCluster("json.tool", workers=1, log_dir=_a_file(CASE_TMP[0])),
+        r"log_dir '.*' cannot be a folder \(File exists\); give a folder you can write to"),
+    "show_logs_pattern_not_a_regex": Case(
+        lambda: LocalTFCluster("json.tool", workers=1).show_logs(pattern="["),
+        r"pattern '\[' is not a regular expression .*re.escape"),
+    "tf1_ps_hosts_port_99999": Case(
+        lambda: tf1_mnist.parse_flags(["tf1", "--job_name=worker", "--worker_hosts=b:1",
+                                       "--ps_hosts=127.0.0.1:99999"]),
+        r"'127.0.0.1:99999' is not host:port with a port from 1 to 65535"),
+    "shell_commands_hosts_as_strings": Case(
+        lambda: shell_commands(PUSHPULL, "10.0.0.1", 9091, "server1", "worker1"),
+        r"server_hosts is a non-empty list of host names, not 'server1': write \['server1'\]"),
+    "dmlc_env_empty_host": Case(lambda: dmlc_env("worker", "", 9091, 1, 1),
+                                r"scheduler_host must be a host name or address, not ''"),
+    "mx_node_host_of_another_machine": Case(
+        lambda: mx_worker.main([]), r"DMLC_NODE_HOST='192.0.2.254' is not an address of this "
+        r"machine", SystemExit, {**SCHEDULER, "DMLC_NODE_HOST": "192.0.2.254"}),
+    "benchmark_flops_nan": Case(lambda: benchmark(lambda: 1, sync="none", flops=float("nan")),
+                                r"flops must be a number > 0, not nan"),
     "mx_pushpull_local_kvstore": Case(lambda: mx_pushpull.parse_args(["--kvstore", "local"]),
                                       r"argument --kvstore: invalid choice: 'local'", SystemExit,
                                       DMLC),
@@ -342,3 +388,39 @@ def missing_gpu_strategies():
 ])
 def test_bad_input_a_strategy_on_a_missing_device(missing_gpu_strategies, kind, message):
     assert missing_gpu_strategies[kind].startswith(f"ValueError: {message}")
+
+
+def test_bad_input_nccl_on_a_worker_without_gpus():
+    no_gpu = SimpleNamespace(config=SimpleNamespace(list_physical_devices=lambda kind: []))
+    with pytest.raises(SystemExit) as info:
+        mwms_train.make_strategy(no_gpu, None, 10.0, "nccl")
+    assert "--collective nccl needs a GPU in every worker and this one has none; use " \
+           "--collective ring" in str(info.value.code)
+
+
+PUBLIC = NetworkExposure(public=("203.0.113.7 (eth0)",), private=())
+PRIVATE = NetworkExposure(public=(), private=("10.0.0.5 (eth0)",))
+
+
+def test_bad_input_mx_cluster_on_every_address_of_a_public_machine(monkeypatch):
+    monkeypatch.setattr(exposure, "network_exposure", lambda: PUBLIC)
+    monkeypatch.delenv(exposure.ENV_VAR, raising=False)
+    cluster = LocalMXCluster(PUSHPULL, host="0.0.0.0")
+    with pytest.raises(exposure.ExposureError, match=r"LocalMXCluster \(host 0.0.0.0\) was not "
+                       r"started: .* MXNet's ps-lite processes listen on 0.0.0.0 .* unpickle"):
+        cluster.launch()
+    assert not cluster.group.processes  # refused before anything started
+
+
+def test_bad_input_mx_cluster_on_every_address_of_a_private_machine_is_warned(capsys):
+    exposure.check_exposure(False, "this LocalMXCluster (host 0.0.0.0)", PRIVATE,
+                            servers="MXNet's ps-lite processes listen on 0.0.0.0 with no "
+                            "authentication and unpickle what they receive")
+    out = capsys.readouterr().out
+    assert "Warning: this LocalMXCluster (host 0.0.0.0): MXNet's ps-lite processes listen on " \
+           "0.0.0.0" in out and "10.0.0.5 (eth0)" in out and "127.0.0.1" in out, out
+
+
+def test_private_banner_names_the_cloud_case():
+    banner = PRIVATE.banner()
+    assert "1:1 NAT" in banner and "checkip.amazonaws.com" in banner, banner

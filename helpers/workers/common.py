@@ -87,6 +87,11 @@ def read_tf_config(text: str | None) -> dict[str, Any]:
                 for a in addresses):
             raise ValueError(f"TF_CONFIG's job {job!r} must be a non-empty list of "
                              f"'host:port' strings, not {addresses!r}")
+    everything = [a for addresses in cluster.values() for a in addresses]
+    twice = sorted({a for a in everything if everything.count(a) > 1})
+    if twice:
+        raise ValueError(f"TF_CONFIG lists {', '.join(twice)} for two tasks; every task needs "
+                         "an address of its own (the tasks would wait for each other)")
     task = config.get("task")
     if not isinstance(task, dict):
         raise ValueError("TF_CONFIG has no \"task\": add which task this process is, e.g. "

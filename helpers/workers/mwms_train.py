@@ -137,6 +137,9 @@ def make_strategy(tf: Any, resolver: Any, timeout: float, collective: str = "aut
         tf.config.experimental.enable_op_determinism()  # restart must repeat exactly
     if collective == "auto":
         collective = "nccl" if gpus else "ring"
+    if collective == "nccl" and not gpus:
+        raise SystemExit("mwms_train: error: --collective nccl needs a GPU in every worker and "
+                         "this one has none; use --collective ring (or auto)")
     implementation = tf.distribute.experimental.CommunicationImplementation[collective.upper()]
     options = tf.distribute.experimental.CommunicationOptions(
         implementation=implementation, timeout_seconds=timeout)

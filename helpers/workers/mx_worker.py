@@ -143,6 +143,14 @@ def dmlc_env_problem(environ: Mapping[str, str] | None = None,
                 socket.getaddrinfo(host, None)
             except (socket.gaierror, UnicodeError):
                 return f"{name}={host!r} does not resolve to an address; give a host name or IP"
+    node = env.get("DMLC_NODE_HOST")
+    if node:  # this process listens there: it must be one of this machine's addresses
+        try:
+            with socket.socket() as sock:
+                sock.bind((socket.gethostbyname(node), 0))
+        except OSError:
+            return (f"DMLC_NODE_HOST={node!r} is not an address of this machine, so this "
+                    "process could not listen there; set it to this machine's own address")
     return None
 
 

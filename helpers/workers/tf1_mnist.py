@@ -172,8 +172,8 @@ def parse_flags(argv: list[str], flags: Any = None) -> Any:
                          "host:port, e.g. --ps_hosts=127.0.0.1:2222")
     for host in ps + workers:
         name, _, port = host.rpartition(":")
-        if not name or not port.isdigit():
-            raise ValueError(f"{host!r} is not host:port")
+        if not name or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"{host!r} is not host:port with a port from 1 to 65535")
     n = len(ps) if fv.job_name == "ps" else len(workers)
     if not 0 <= fv.task_index < n:
         raise ValueError(f"--task_index must be 0 to {n - 1} for job {fv.job_name!r} "
