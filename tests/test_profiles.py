@@ -62,3 +62,18 @@ def test_unknown_override_field_is_rejected():
 def test_device_memory_grows_with_size_and_chains():
     assert device_memory_mb(10_000) > 1024  # more than a default 1 GiB virtual GPU
     assert device_memory_mb(1024, chains=2) == 2 * device_memory_mb(1024, chains=1) == 40
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_every_profile_keeps_the_arithmetic_the_notebooks_rely_on(name):
+    """Claims whose truth depends on sizes, checked for every profile's sizes (the ``gpu``
+    profile never runs in CI): a failure here names the notebook whose claim would break."""
+    p = PROFILES[name]
+    small, blas = max(min(p.matpow_size, 1024) // 8, 16), min(p.matpow_size, 1024)
+    assert small < blas, "04: exercise 2's product must be smaller than section 7's"
+    for k in p.replica_counts:  # 05: the steps alone are an epoch minus a one-step fit
+        assert p.timed_examples // (p.batch_per_replica * k) >= 2, f"05: {k} replicas"
+    assert 5000 * 50 > 10 * p.cluster_steps * 32, "08: the source saw more images than a run"
+    assert p.pipeline_microbatches[0] == 1 and all(  # 13: equal micro-batches, m = 1 first
+        p.pipeline_batch % m == 0 for m in p.pipeline_microbatches), "13: micro-batches"
+    assert {1, 2} <= set(p.collective_workers), "11: one worker and a pair are timed"
