@@ -23,7 +23,7 @@ TAUGHT = {
     "12": ["matmul_cost", "elementwise_cost", "OpPoint", "Roofline", "critical_batch",
            "critical_batch_from_rates", "overlap_bounds", "accumulation_seconds"],
     "13": ["zero_bytes_per_replica", "bubble_fraction", "run_gpipe", "TrainingMemory",
-           "MemorySteps"],
+           "MemorySteps", "replayed_bubble", "waiting_share"],
 }
 #: What later notebooks reuse: the package keeps one copy, with a pointer to its notebook.
 REUSED = {"parameter_server_seconds", "ring_allreduce_seconds"}
@@ -104,7 +104,9 @@ def test_roofline_and_critical_batch():
     assert nb.critical_batch_from_rates(1e6, 1e11, 1e-3) == pytest.approx(100)
     assert nb.overlap_bounds(3.0, 1.0) == (3.0, 4.0)
     compute = AlphaBeta(0.001, 1e-5)
-    assert nb.accumulation_seconds(4, 10, compute, 0.01) == pytest.approx(4 * 0.0011 + 0.01)
+    # accumulated: one call (one fixed cost) and one exchange for the 4 micro-batches
+    assert nb.accumulation_seconds(4, 10, compute, 0.01) == pytest.approx(
+        0.001 + 0.01 + 4 * 10 * 1e-5)
     assert nb.accumulation_seconds(4, 10, compute, 0.01, accumulate=False) == pytest.approx(
         4 * (0.0011 + 0.01))
 
@@ -113,3 +115,22 @@ def test_zero_reproduces_the_papers_example():
     nb = lesson("13", Span=Span, Timeline=Timeline)
     paper = [nb.zero_bytes_per_replica(7.5e9, 64, s) / 1e9 for s in range(4)]
     assert np.allclose(paper, [120, 31.4, 16.6, 1.9], atol=0.05)  # the paper's Figure 1
+
+
+def test_gpipe_order_its_replay_and_its_waiting():
+    """The schedule's order (no timing: these machines are noisy), then the replay and the
+    waiting on a timeline made up by hand."""
+    nb = lesson("13", Span=Span, Timeline=Timeline)
+    t = nb.run_gpipe([lambda x: (x, x)] * 2, [lambda saved, dy: dy] * 2, [1, 2, 3, 4],
+                     lambda y, j: y)
+    assert len(t.spans) == 2 * 2 * 4
+    last = [s.microbatch for s in sorted(t.spans, key=lambda s: s.start)
+            if s.stage == 1 and s.phase == "B"]
+    assert last == [3, 2, 1, 0]  # the last stage turns round: last micro-batch first
+    late = Timeline(2, 1, [Span(0, 0, "F", 0.0, 1.0), Span(1, 0, "F", 1.5, 2.5),
+                           Span(1, 0, "B", 2.5, 3.5), Span(0, 0, "B", 3.5, 4.5)])
+    assert nb.replayed_bubble(late) == pytest.approx(0.5)  # 4 s of work, 4 s replayed
+    assert nb.waiting_share(late) == pytest.approx(0.5 / (2 * 4.5))  # stage 1 started late
+    uneven = Timeline(2, 1, [Span(0, 0, "F", 0.0, 1.0), Span(1, 0, "F", 1.0, 4.0),
+                             Span(1, 0, "B", 4.0, 5.0), Span(0, 0, "B", 5.0, 6.0)])
+    assert nb.replayed_bubble(uneven) == pytest.approx(0.5) and nb.waiting_share(uneven) == 0
