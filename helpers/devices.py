@@ -324,18 +324,18 @@ class DevicePlan:
         if self.kind == "virtual-gpu" and real == 1:
             return (f"SIMULATED: using {self.needed} virtual GPUs ({names}) carved out of "
                     f"{real} physical GPU(s); they share its compute, so splitting work across "
-                    "them cannot run faster")
+                    "them adds no compute")
         if self.kind == "virtual-gpu":
             placed = ", ".join(f"{d} (card {c})" for d, c in zip(self.devices, self.cards,
                                                                  strict=True))
             return (f"SIMULATED: using {self.needed} virtual GPUs carved out of {real} physical "
                     f"GPUs, taken across the cards in turn: {placed}. The first {real} are on "
                     f"different cards; beyond {real}, devices share cards, so splitting work "
-                    f"over more than {real} cannot run faster than over {real}")
+                    f"over more than {real} adds no compute to {real}")
         if self.needed == 1:
             return f"using the CPU ({names})"
         return (f"SIMULATED: using {self.needed} logical CPUs ({names}); they share the same "
-                f"{self.cores} core(s), so splitting work across them cannot run faster")
+                f"{self.cores} core(s), so splitting work across them adds no compute")
 
     def banner(self) -> str:
         gpus = f"{self.physical_gpus} GPU(s)"

@@ -118,7 +118,7 @@ def test_gpu_plan_banner_and_memory(monkeypatch, card, gpus, needed):
     assert plan.memory.per_device_mb >= 1024  # no fixed 1 GiB: a share of the real card
     assert f"up to {plan.memory.per_device_mb} MiB of its card's {card_mb} MiB" in banner
     if gpus == 1:
-        assert "carved out of 1 physical GPU(s)" in banner and "cannot run faster" in banner
+        assert "carved out of 1 physical GPU(s)" in banner and "adds no compute" in banner
     else:
         assert f"The first {gpus} are on different cards" in banner
         assert f"{plan.devices[1]} (card 1)" in banner
