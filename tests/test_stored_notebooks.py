@@ -292,7 +292,7 @@ def bare_asserts(notebook: dict[str, Any]) -> list[str]:
 
 #: Notebooks whose asserts have not all been given a message yet: each is expected to fail
 #: (strictly: once it passes, take it off this list).
-STILL_BARE = {"03", "04", "09", "10", "11"}
+STILL_BARE = {"11"}
 
 
 @pytest.mark.parametrize("path", [
