@@ -290,15 +290,7 @@ def bare_asserts(notebook: dict[str, Any]) -> list[str]:
     return found
 
 
-#: Notebooks whose asserts have not all been given a message yet: each is expected to fail
-#: (strictly: once it passes, take it off this list).
-STILL_BARE = {"11"}
-
-
-@pytest.mark.parametrize("path", [
-    pytest.param(p, marks=pytest.mark.xfail(p.name[:2] in STILL_BARE, strict=True,
-                                            reason="asserts without a message remain"))
-    for p in NOTEBOOKS], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_every_assert_says_what_it_checked(path: Path) -> None:
     assert not bare_asserts(_load(path)), bare_asserts(_load(path))
 
