@@ -20,17 +20,17 @@ def notebook(number: str) -> Path:
     return next(NOTEBOOKS.glob(f"{number}_*.ipynb"))
 
 
+def parse_cell(cell: dict[str, Any]) -> ast.Module:
+    """A code cell's source, parsed (IPython magics and shell lines left out)."""
+    source = "".join(cell["source"])
+    lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
+    return ast.parse("\n".join(lines))
+
+
 def code_cells(number: str) -> list[ast.Module]:
-    """The notebook's code cells, parsed (IPython magics left out)."""
+    """The notebook's code cells, parsed."""
     cells = json.loads(notebook(number).read_text(encoding="utf-8"))["cells"]
-    trees = []
-    for cell in cells:
-        if cell["cell_type"] != "code":
-            continue
-        source = "".join(cell["source"])
-        lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
-        trees.append(ast.parse("\n".join(lines)))
-    return trees
+    return [parse_cell(cell) for cell in cells if cell["cell_type"] == "code"]
 
 
 def defined_in_cells(number: str) -> set[str]:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lesson_cells import parse_cell
 from nbval.plugin import find_comment_markers, find_metadata_tags
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -282,9 +283,7 @@ def bare_asserts(notebook: dict[str, Any]) -> list[str]:
     for index, cell in enumerate(notebook["cells"]):
         if cell["cell_type"] != "code":
             continue
-        source = "\n".join(line for line in "".join(cell["source"]).splitlines()
-                           if not line.lstrip().startswith(("%", "!")))
-        for node in ast.walk(ast.parse(source)):
+        for node in ast.walk(parse_cell(cell)):
             if isinstance(node, ast.Assert) and node.msg is None:
                 found.append(f"cell {index}: {ast.unparse(node.test)[:80]}")
     return found

@@ -100,12 +100,22 @@ def run_suite(junit_xml: Path = JUNIT, profile: str = "ci",
             "load_before": before, "load_after": load_average()}
 
 
+def machine_words(machine: dict) -> str:
+    """``AMD EPYC (2 logical CPUs, GPUs: ...)``: the machine a run was made on, for notes."""
+    gpus = f", GPUs: {', '.join(machine['gpus'])}" if machine.get("gpus") else ""
+    return f"{machine.get('cpu')} ({machine.get('logical_cpus')} logical CPUs{gpus})"
+
+
+def table_cells(line: str) -> list[str]:
+    """The cells of one markdown table row, stripped."""
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
 def note(date: str, profile: str, machine: dict,
          run: dict[str, object] | None = None) -> str:
     """The sentence under the table: where the run minutes come from."""
-    gpus = f", GPUs: {', '.join(machine['gpus'])}" if machine.get("gpus") else ""
     text = (f"Run minutes: `pytest notebooks` under nbval on {date}, profile `{profile}`, "
-            f"{machine.get('cpu')} ({machine.get('logical_cpus')} logical CPUs{gpus})")
+            f"{machine_words(machine)}")
     if run is not None:
         before, after = (f"{x[0]:.1f}" if x else "?"  # type: ignore[index]
                          for x in (run["load_before"], run["load_after"]))
@@ -132,7 +142,7 @@ def parse_rows(text: str) -> tuple[str, list[Row], str]:
     inside, after = rest.split(END)
     rows = []
     for line in inside.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        cells = table_cells(line)
         if len(cells) == len(COLUMNS) and re.fullmatch(r"\d\d", cells[0]):
             rows.append(Row(cells[0], cells[1], cells[2], cells[3]))
     if not rows:
@@ -190,9 +200,8 @@ def update_profile(text: str, run: dict) -> str:
     inside, after = rest.split(P_END, 1)
     lines = [ln for ln in inside.strip().splitlines() if ln.startswith("|")]
     notes = [ln for ln in inside.strip().splitlines() if ln.startswith("- ")]
-    header = [c.strip() for c in lines[0].strip().strip("|").split("|")]
-    rows = {c[0]: c for c in ([x.strip() for x in ln.strip().strip("|").split("|")]
-                              for ln in lines[2:]) if re.fullmatch(r"\d\d", c[0])}
+    header = table_cells(lines[0])
+    rows = {c[0]: c for c in map(table_cells, lines[2:]) if re.fullmatch(r"\d\d", c[0])}
     profile, column = run["profile"], f"{run['profile']} (min)"
     if column not in header:
         header.append(column)
@@ -203,12 +212,10 @@ def update_profile(text: str, run: dict) -> str:
         number = r["notebook"][:2]
         if number in rows:
             rows[number][k] = f"{r['seconds'] / 60:.1f}"
-    machine = run["machine"]
-    gpus = f", GPUs: {', '.join(machine['gpus'])}" if machine.get("gpus") else ""
     total = sum(r["seconds"] for r in run["runs"]) / 60
     notes = [n for n in notes if not n.startswith(f"- `{profile}`:")] + [
-        f"- `{profile}`: `make run PROFILE={profile}` on {run['date']}, {machine.get('cpu')} "
-        f"({machine.get('logical_cpus')} logical CPUs{gpus}), {total:.1f} min in all."]
+        f"- `{profile}`: `make run PROFILE={profile}` on {run['date']}, "
+        f"{machine_words(run['machine'])}, {total:.1f} min in all."]
     body = table(header, [rows[n] for n in sorted(rows)])
     return f"{before}{P_START}\n{body}\n\n" + "\n".join(sorted(notes)) + f"\n{P_END}{after}"
 

@@ -138,19 +138,19 @@ def dmlc_env_problem(environ: Mapping[str, str] | None = None,
         return str(error)
     for name in ("DMLC_PS_ROOT_URI", "DMLC_NODE_HOST"):
         host = env.get(name)
-        if host:
-            try:
-                socket.getaddrinfo(host, None)
-            except (socket.gaierror, UnicodeError):
-                return f"{name}={host!r} does not resolve to an address; give a host name or IP"
-    node = env.get("DMLC_NODE_HOST")
-    if node:  # this process listens there: it must be one of this machine's addresses
+        if not host:
+            continue
         try:
-            with socket.socket() as sock:
-                sock.bind((socket.gethostbyname(node), 0))
-        except OSError:
-            return (f"DMLC_NODE_HOST={node!r} is not an address of this machine, so this "
-                    "process could not listen there; set it to this machine's own address")
+            socket.getaddrinfo(host, None)
+        except (socket.gaierror, UnicodeError):
+            return f"{name}={host!r} does not resolve to an address; give a host name or IP"
+        if name == "DMLC_NODE_HOST":  # this process listens there: an address of this machine
+            try:
+                with socket.socket() as sock:
+                    sock.bind((socket.gethostbyname(host), 0))
+            except OSError:
+                return (f"DMLC_NODE_HOST={host!r} is not an address of this machine, so this "
+                        "process could not listen there; set it to this machine's own address")
     return None
 
 
