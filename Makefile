@@ -69,7 +69,7 @@ test-unit: $(STAMP)
 	SERIES_PROFILE=ci $(BIN)/python -m pytest tests
 
 run: $(STAMP)
-	$(BIN)/python -m tools.run_series --output build $(if $(PROFILE),--profile $(PROFILE))
+	$(BIN)/python -m tools.run_series --output build $(if $(PROFILE),--profile $(PROFILE)) $(if $(SHRINK),--shrink $(SHRINK))
 
 notebooks: $(STAMP)
 	$(BIN)/python -m tools.execute $(if $(NB),$(wildcard notebooks/$(NB)*.ipynb),notebooks/*.ipynb)

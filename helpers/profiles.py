@@ -24,6 +24,7 @@ from helpers.machine import cpu_cores, require_int, require_number
 from helpers.processes import LOCAL_TASKS_HINT, MAX_LOCAL_TASKS
 
 ENV_VAR = "SERIES_PROFILE"
+SHRINK_VAR = "SERIES_SHRINK"
 
 
 @dataclass(frozen=True)
@@ -185,6 +186,45 @@ def fit_gpu_profile(profile: Profile, card_mb: list[int], mxnet_on_gpu: bool) ->
                     f"not fit {min(card_mb)} MiB {where}")
 
 
+# -- A big profile's code paths on a small machine (``make run PROFILE=gpu SHRINK=16``).
+
+#: Fields that are lengths (a matrix side, an image side, a layer width): divided by sqrt(k).
+_SIDES = ("matmul_sizes", "matpow_size", "image_size", "memory_width", "pipeline_width",
+          "tensor_parallel_size")
+#: Fields that are amounts (bytes, examples, steps, values): divided by k. The rest are counts
+#: (replicas, workers, micro-batches, repeats) and stay, since they choose the code paths.
+_AMOUNTS = ("copy_sizes_mb", "batch_per_replica", "train_examples", "timed_examples",
+            "cluster_steps", "message_sizes_kb", "collective_elements", "collective_sizes_kb",
+            "roofline_elements", "step_batches", "memory_batch", "pipeline_batch")
+
+
+def shrink(profile: Profile, factor: int) -> Profile:
+    """``profile`` with every amount divided by ``factor`` and every side by its square root,
+    every count kept: the ``gpu`` profile's loops (8 replicas, 5 micro-batch counts, its
+    batch sizes) run on a CPU in minutes. It checks that the notebooks' code and arithmetic
+    hold at that profile's shapes; its timings say nothing about a GPU, and its description
+    says so. Values stay multiples of what divides them (examples of global batches, batches
+    of micro-batches) because both sides shrink by the same factor."""
+    if factor not in (1, 4, 16, 64):
+        raise ValueError(f"${SHRINK_VAR} must be 1, 4, 16 or 64, not {factor!r}: a square "
+                         "power of two keeps every side whole and every batch divisible")
+    if factor == 1:
+        return profile
+    side = math.isqrt(factor)
+
+    def scaled(value: Any, by: int, least: int) -> Any:
+        if isinstance(value, tuple):  # sizes that meet at the floor count once
+            return tuple(dict.fromkeys(scaled(v, by, least) for v in value))
+        return value / by if isinstance(value, float) else max(least, value // by)
+
+    changes = {f: scaled(getattr(profile, f), side, 16) for f in _SIDES}
+    changes |= {f: scaled(getattr(profile, f), factor, 1) for f in _AMOUNTS}
+    return dataclasses.replace(
+        profile, **changes,
+        description=f"{profile.description}; shrunk {factor}x ({SHRINK_VAR}): its code paths "
+                    "on this machine, not its timings")
+
+
 def detect_profile_name() -> str:
     """``gpu`` when TensorFlow sees a GPU, ``laptop`` with 4+ cores, else ``ci``."""
     if physical_gpu_count() > 0:
@@ -248,4 +288,6 @@ def get_profile(name: str | None = None, **overrides: Any) -> Profile:
         memory = [card.memory_mb for card in gpu_cards() if card.memory_mb]
         if memory:
             profile = fit_gpu_profile(profile, memory, frameworks.mxnet_route().on_gpu)
-    return dataclasses.replace(profile, **overrides)
+    factor = os.environ.get(SHRINK_VAR, "1") or "1"
+    return shrink(dataclasses.replace(profile, **overrides),
+                  int(factor) if factor.isdigit() else factor)  # type: ignore[arg-type]

@@ -4,7 +4,11 @@ import dataclasses
 
 import pytest
 
-from helpers.profiles import PROFILES, Profile, device_memory_mb, get_profile
+from helpers.profiles import PROFILES, Profile, device_memory_mb, get_profile, shrink
+
+#: The profiles whose arithmetic the notebooks rely on: the three, and the gpu profile shrunk
+#: the way `make run PROFILE=gpu SHRINK=16` runs its code paths on a CPU.
+CHECKED = {**PROFILES, "gpu/16": shrink(PROFILES["gpu"], 16)}
 
 
 def test_every_profile_fills_every_field_with_positive_sizes():
@@ -18,7 +22,7 @@ def test_every_profile_fills_every_field_with_positive_sizes():
 
 
 def test_timed_epochs_split_into_whole_steps_for_every_replica_count():
-    for profile in PROFILES.values():
+    for profile in CHECKED.values():
         for k in profile.replica_counts:
             global_batch = profile.batch_per_replica * k
             assert profile.timed_examples % global_batch == 0, (profile.name, k)
@@ -64,11 +68,11 @@ def test_device_memory_grows_with_size_and_chains():
     assert device_memory_mb(1024, chains=2) == 2 * device_memory_mb(1024, chains=1) == 40
 
 
-@pytest.mark.parametrize("name", PROFILES)
+@pytest.mark.parametrize("name", CHECKED)
 def test_every_profile_keeps_the_arithmetic_the_notebooks_rely_on(name):
     """Claims whose truth depends on sizes, checked for every profile's sizes (the ``gpu``
     profile never runs in CI): a failure here names the notebook whose claim would break."""
-    p = PROFILES[name]
+    p = CHECKED[name]
     small, blas = max(min(p.matpow_size, 1024) // 8, 16), min(p.matpow_size, 1024)
     assert small < blas, "04: exercise 2's product must be smaller than section 7's"
     for k in p.replica_counts:  # 05: the steps alone are an epoch minus a one-step fit
@@ -77,3 +81,23 @@ def test_every_profile_keeps_the_arithmetic_the_notebooks_rely_on(name):
     assert p.pipeline_microbatches[0] == 1 and all(  # 13: equal micro-batches, m = 1 first
         p.pipeline_batch % m == 0 for m in p.pipeline_microbatches), "13: micro-batches"
     assert {1, 2} <= set(p.collective_workers), "11: one worker and a pair are timed"
+
+
+def test_shrinking_divides_amounts_and_sides_and_keeps_every_count():
+    gpu, small = PROFILES["gpu"], shrink(PROFILES["gpu"], 16)
+    assert (small.train_examples, small.cluster_steps) == (gpu.train_examples // 16,
+                                                           gpu.cluster_steps // 16)
+    assert (small.matpow_size, small.image_size) == (gpu.matpow_size // 4, gpu.image_size // 4)
+    counts = ("replica_counts", "pipeline_microbatches", "collective_workers", "repeat",
+              "fusion_tensors", "matpow_n", "epochs", "scaling_workers", "micro_batches")
+    assert all(getattr(small, f) == getattr(gpu, f) for f in counts)
+    assert len(set(small.message_sizes_kb)) == len(small.message_sizes_kb)  # floors meet once
+    assert "shrunk 16x" in small.description and shrink(gpu, 1) is gpu
+
+
+def test_bad_input_shrink_from_the_environment_names_the_choices(monkeypatch):
+    monkeypatch.setenv("SERIES_SHRINK", "half")
+    with pytest.raises(ValueError, match=r"\$SERIES_SHRINK must be 1, 4, 16 or 64, not 'half'"):
+        get_profile("gpu")
+    monkeypatch.setenv("SERIES_SHRINK", "4")
+    assert get_profile("gpu").image_size == PROFILES["gpu"].image_size // 2

@@ -132,3 +132,9 @@ def test_bad_input_unwritable_output_is_a_one_line_error(notebooks, tmp_path, ca
     assert main(["--notebooks", str(notebooks), "--output", str(blocker / "build")]) == 2
     err = capsys.readouterr().err
     assert "cannot write to --output" in err and "Traceback" not in err
+
+
+def test_bad_input_shrink_factor_must_keep_sizes_whole(notebooks, capsys):
+    err = run_and_fail(["--notebooks", str(notebooks), "--profile", "gpu", "--shrink", "3"],
+                       capsys)
+    assert "must be 1, 4, 16 or 64, not 3" in err

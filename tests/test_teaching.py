@@ -153,3 +153,8 @@ def test_a_profile_run_fills_its_own_column_and_keeps_the_others():
 def test_a_profile_run_with_a_failing_notebook_is_not_recorded():
     with pytest.raises(ValueError, match="05_mirrored did not pass"):
         teaching.update_profile(PROFILES, profile_run(status="failed"))
+
+
+def test_a_shrunk_profile_run_is_not_recorded_as_that_profile():
+    with pytest.raises(ValueError, match="shrank the laptop profile 16x"):
+        teaching.update_profile(PROFILES, {**profile_run(), "shrink": 16})

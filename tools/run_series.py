@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from helpers.machine import describe_machine
+from helpers.profiles import PROFILES, SHRINK_VAR, shrink
 from tools.report import NotebookRun, build_report
 
 KERNEL = "python3"
@@ -177,6 +178,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "(default: %(default)s)")
     parser.add_argument("--profile", default=None,
                         help="ci, laptop or gpu (default: $SERIES_PROFILE, else from the hardware)")
+    parser.add_argument("--shrink", type=int, default=1, metavar="K",
+                        help="divide the profile's amounts by K (1, 4, 16 or 64) and its sides "
+                             "by sqrt(K): a big profile's code paths on a small machine; its "
+                             "minutes are not recorded in TEACHING.md")
     parser.add_argument("--notebooks", default=None, type=Path,
                         help="folder holding the NN_name.ipynb notebooks (default: the series')")
     parser.add_argument("--only", nargs="+", default=(), metavar="NN",
@@ -189,6 +194,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     try:
         args.notebook_paths = find_notebooks(args.notebooks or default_notebooks_dir(), args.only)
         args.profile = choose_profile(args.profile)
+        shrink(PROFILES[args.profile], args.shrink)  # refuses a factor it cannot use
     except ValueError as err:
         parser.error(str(err))
     return args
@@ -207,11 +213,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     os.environ["SERIES_RESULTS_DIR"] = str(results)
     os.environ["SERIES_PROFILE"] = args.profile
+    os.environ[SHRINK_VAR] = str(args.shrink)
     warning = kernel_warning()
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
-    print(f"profile {args.profile}: running {len(args.notebook_paths)} notebook(s) into {output}",
-          flush=True)
+    shrunk = f" shrunk {args.shrink}x" if args.shrink > 1 else ""
+    print(f"profile {args.profile}{shrunk}: running {len(args.notebook_paths)} notebook(s) "
+          f"into {output}", flush=True)
 
     runs = [NotebookRun(p.stem, "not run") for p in args.notebook_paths]
     failures: list[NotebookFailed] = []
@@ -235,7 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = build_report(results, output / "REPORT.md", profile=args.profile, runs=runs,
                           machine=machine)
     (output / "runs.json").write_text(json.dumps({  # what `make teaching RUN=...` reads
-        "profile": args.profile, "date": datetime.date.today().isoformat(), "machine": machine,
+        "profile": args.profile, "shrink": args.shrink,
+        "date": datetime.date.today().isoformat(), "machine": machine,
         "runs": [{"notebook": r.notebook, "status": r.status, "seconds": r.seconds}
                  for r in runs]}, indent=1))
     print(f"report: {report}")

@@ -190,6 +190,9 @@ P_START, P_END = "<!-- profiles:start -->", "<!-- profiles:end -->"
 def update_profile(text: str, run: dict) -> str:
     """TEACHING.md with the minutes of a ``tools.run_series`` run (its ``runs.json``) written
     into the per-profile table: one column per profile, the run's note under the table."""
+    if run.get("shrink", 1) > 1:
+        raise ValueError(f"that run shrank the {run['profile']} profile {run['shrink']}x: its "
+                         "minutes are not that profile's; run `make run` without SHRINK")
     failed = [r["notebook"] for r in run["runs"] if r["status"] != "ok"]
     if failed:
         raise ValueError(f"{', '.join(failed)} did not pass in that run: its minutes are not "
