@@ -133,6 +133,10 @@ CASES: dict[str, Case] = {
     "mx_pushpull_groups_larger_than_the_cluster": Case(
         lambda: mx_pushpull.parse_args(["--groups", "4", "--sizes-kb", "4"]),
         r"--groups \(at most the cluster's 2 workers\)", SystemExit, DMLC),
+    "mx_pushpull_sync_groups_smaller_than_the_cluster": Case(
+        lambda: mx_pushpull.parse_args(["--groups", "1", "2", "--sizes-kb", "4"]),
+        r"under dist_sync a server answers a push only once all 2 workers .* --groups 2 "
+        r"\(the whole cluster\) only, or --kvstore dist_async", SystemExit, DMLC),
     "mwms_resolver_slurm_outside_slurm": Case(
         lambda: mwms_train.parse_args(["--resolver", "slurm"]),
         r"--resolver slurm needs SLURM's job variables .* run the program with srun",

@@ -102,7 +102,8 @@ def test_launched_ps_groups_measure_once_signalled(tmp_path):
     start = tmp_path / "start"
     with LocalMXCluster("helpers.workers.mx_pushpull", workers=2, servers=1,
                         args=["--sizes-kb", "4", "--groups", "1", "2", "--repeat", "2",
-                              "--warmup", "0", "--start-file", str(start)]) as cluster:
+                              "--warmup", "0", "--start-file", str(start),
+                              "--kvstore", "dist_async"]) as cluster:
         cluster.launch()  # returns at once
         assert len(cluster.alive()) == 4  # scheduler, server, 2 workers: all waiting
         with pytest.raises(RuntimeError, match="started already"):
@@ -114,3 +115,22 @@ def test_launched_ps_groups_measure_once_signalled(tmp_path):
     assert sorted((r["rank"], r["workers"]) for r in records) == [(0, 1), (0, 2), (1, 2)]
     assert all(row["bytes"] == 4096 and row["median_s"] > 0
                for r in records for row in r["push_pull"])
+    assert {r["kvstore"] for r in records} == {"dist_async"}
+    assert {r["sum_correct"] for r in records} == {None}  # async: no sum to check
+
+
+def test_sync_ps_group_is_the_whole_cluster_and_pulls_the_sum():
+    from helpers.mx_cluster import LocalMXCluster
+
+    with LocalMXCluster("helpers.workers.mx_pushpull", workers=2, servers=1,
+                        args=["--sizes-kb", "4", "8", "--groups", "2", "--repeat", "2",
+                              "--warmup", "0", "--kvstore", "dist_sync"]) as cluster:
+        cluster.launch()
+        codes = cluster.wait(timeout=120)
+    assert codes == {name: 0 for name in cluster.task_names()}
+    records = cluster.results()
+    assert sorted((r["rank"], r["workers"], r["kvstore"]) for r in records) == [
+        (0, 2, "dist_sync"), (1, 2, "dist_sync")]
+    # each worker pushed ones: a synchronous server's pull returns their sum, 2
+    assert [r["sum_correct"] for r in records] == [True, True]
+    assert [row["bytes"] for row in records[0]["push_pull"]] == [4096, 8192]

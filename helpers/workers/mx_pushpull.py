@@ -3,9 +3,12 @@
 Notebook 09: each worker pushes ``rank + 1`` (times the round number) into one key and
 pulls back the servers' sum of all workers' pushes. Notebook 11 (``--groups``,
 ``--sizes-kb``): for each group size g, the workers of rank < g time push + pull round
-trips while the others wait at a barrier, under ``dist_async`` (``dist_sync`` would hold a
-group's pulls until every worker of the cluster had pushed); ``--start-file`` lets a
-launcher start the cluster early and have it measure when the machine is quiet.
+trips while the others wait at a barrier. ``--kvstore`` says how the servers treat the
+pushes: ``dist_async`` applies each push as it arrives (so groups smaller than the cluster
+can be timed), ``dist_sync`` answers a push only once every worker of the cluster has
+pushed and the pull returns their sum (an all-reduce, so only the whole cluster can be a
+group). ``--start-file`` lets a launcher start the cluster early and have it measure when
+the machine is quiet.
 """
 
 import argparse
@@ -33,7 +36,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     mx = import_mxnet()
     if args.groups:
-        time_groups(mx, connect("dist_async"), args)
+        time_groups(mx, connect(args.kvstore), args)
     else:
         sum_pushes(mx, connect(args.kvstore), args)
 
@@ -65,7 +68,9 @@ def time_groups(mx: Any, kv: Any, args: argparse.Namespace) -> None:
     sizes = [kb * 1024 for kb in args.sizes_kb]
     keys = [message_key(KEY_PREFIX, i) for i in range(len(sizes))]
     kv.init(keys, [mx.nd.zeros((size // 4,)) for size in sizes])  # every worker takes part
-    kv.set_optimizer(mx.optimizer.SGD(learning_rate=1e-3))  # an async server must update
+    synchronous = is_synchronous(kv.type)
+    if not synchronous:  # an async server applies every push with an optimizer; it needs one
+        kv.set_optimizer(mx.optimizer.SGD(learning_rate=1e-3))
     if args.start_file:
         wait_for_file(args.start_file, args.start_timeout)
     for group in args.groups:
@@ -75,8 +80,28 @@ def time_groups(mx: Any, kv: Any, args: argparse.Namespace) -> None:
                                   first_key=KEY_PREFIX, init=False)
             say(kv, f"group of {group}: " + ", ".join(
                 f"{r['bytes']} B {r['median_s'] * 1e3:.2f} ms" for r in rows))
-            report(kv, workers=group, push_pull=rows)
+            correct = None  # an async server's value depends on the order pushes came in
+            if synchronous:  # every worker pushes ones once more: it returns their sum
+                correct = all(sum_of_ones(mx, kv, key, size) == group
+                              for key, size in zip(keys, sizes, strict=True))
+            report(kv, workers=group, kvstore=kv.type, push_pull=rows, sum_correct=correct)
         kv._barrier()
+
+
+def is_synchronous(kind: str) -> bool:
+    """Whether a server of this kvstore kind waits for every worker's push (all but async)."""
+    return "async" not in kind
+
+
+def sum_of_ones(mx: Any, kv: Any, key: str, size: int) -> float | None:
+    """Push ones into ``key`` and pull: the value every element comes back with (the sum
+    over the workers under dist_sync), or None if they differ. Fresh arrays, since on a CPU
+    MXNet may pull into the very buffer it pushed from (the timed rounds reuse theirs)."""
+    kv.push(key, mx.nd.ones((size // 4,)))
+    out = mx.nd.zeros((size // 4,))
+    kv.pull(key, out=out)
+    low, high = float(out.min().asscalar()), float(out.max().asscalar())
+    return low if low == high else None
 
 
 def wait_for_file(path: str, timeout: float) -> None:
@@ -114,6 +139,10 @@ def parse_args(argv: list[str] | None = None,
     if bool(args.groups) != bool(args.sizes_kb) or max(args.groups, default=0) > workers:
         parser.error(f"--groups (at most the cluster's {workers} workers) and --sizes-kb "
                      "go together: give both to time round trips, neither to sum pushes")
+    if args.groups and is_synchronous(args.kvstore) and set(args.groups) != {workers}:
+        parser.error(f"under {args.kvstore} a server answers a push only once all {workers} "
+                     f"workers of the cluster have pushed: --groups {workers} (the whole "
+                     "cluster) only, or --kvstore dist_async to time smaller groups")
     return args
 
 
