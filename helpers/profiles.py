@@ -191,10 +191,11 @@ def fit_gpu_profile(profile: Profile, card_mb: list[int], mxnet_on_gpu: bool) ->
 #: Fields that are lengths (a matrix side, an image side, a layer width): divided by sqrt(k).
 _SIDES = ("matmul_sizes", "matpow_size", "image_size", "memory_width", "pipeline_width",
           "tensor_parallel_size")
-#: Fields that are amounts (bytes, examples, steps, values): divided by k. The rest are counts
-#: (replicas, workers, micro-batches, repeats) and stay, since they choose the code paths.
+#: Fields that are amounts (bytes, examples, values): divided by k. The rest are counts
+#: (replicas, workers, micro-batches, repeats, training steps) and stay: they choose the code
+#: paths, and a claim that training converges needs the profile's steps.
 _AMOUNTS = ("copy_sizes_mb", "batch_per_replica", "train_examples", "timed_examples",
-            "cluster_steps", "message_sizes_kb", "collective_elements", "collective_sizes_kb",
+            "message_sizes_kb", "collective_elements", "collective_sizes_kb",
             "roofline_elements", "step_batches", "memory_batch", "pipeline_batch")
 
 
