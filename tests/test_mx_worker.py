@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from helpers.mx_cluster import train_on_cluster
 from helpers.workers.common import parse_results
 from helpers.workers.mx_train import digest
 from helpers.workers.mx_worker import (
@@ -66,3 +67,13 @@ def test_training_table_has_a_row_per_worker_in_milliseconds():
     assert table.column("rank") == [0, 1]
     assert table.column("compute ms") == pytest.approx([2.0, 4.0])
     assert table.column("comm ms") == pytest.approx([3.0, 1.0])
+
+
+def test_mx_train_reports_one_array_per_parameter():
+    """Notebook 10's model charges one round trip per array: the count must be the Trainer's."""
+    cluster = train_on_cluster(1, ["--steps", "3", "--warmup-steps", "1", "--global-batch", "8",
+                                   "--hidden", "16"], timeout=120)
+    (record,) = cluster.results()
+    assert record["param_arrays"] == 6  # three Dense layers, a weight and a bias each
+    features = 64  # the 8 x 8 digits
+    assert record["param_bytes"] == 4 * (features * 16 + 16 + 16 * 16 + 16 + 16 * 10 + 10)

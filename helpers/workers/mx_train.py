@@ -44,9 +44,12 @@ def main(argv: list[str] | None = None) -> None:
     net.initialize(mx.init.Xavier(), ctx=ctx)
     loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
     net(mx.nd.array(x[:1], ctx=ctx))  # materialise the parameters
+    # The Trainer pushes and pulls each parameter array under its own key: one message
+    # each way per array and step, so the arrays' count matters as much as their bytes.
     params = list(net.collect_params().values())
     param_bytes = sum(int(np.prod(p.shape)) * 4 for p in params)
-    say(kv, f"{type(ctx).__name__} {ctx}, {n} worker(s), {param_bytes} bytes of parameters")
+    say(kv, f"{type(ctx).__name__} {ctx}, {n} worker(s), {param_bytes} bytes of parameters "
+            f"in {len(params)} arrays")
 
     compute_by_batch = time_compute(mx, net, loss_fn, x, y, args.compute_batches, ctx)
     trainer = mx.gluon.Trainer(params, "sgd", {"learning_rate": args.lr}, kvstore=kv)
@@ -101,7 +104,8 @@ def main(argv: list[str] | None = None) -> None:
     push_pull = time_push_pull(kv, [kb * 1024 for kb in args.sizes_kb])
     report(kv, kvstore=kv.type, device=str(ctx), data=digits.source, steps=args.steps,
            timed_steps=args.steps - args.warmup_steps, global_batch=args.global_batch,
-           local_batch=local_batch, param_bytes=param_bytes, loop_seconds=loop_seconds,
+           local_batch=local_batch, param_bytes=param_bytes, param_arrays=len(params),
+           loop_seconds=loop_seconds,
            compute_s=compute_s[args.warmup_steps:], comm_s=comm_s[args.warmup_steps:],
            losses=losses, train_loss=train_loss, test_accuracy=accuracy,
            weights_sum=weights_sum, digest_last=digest_last, digest_synced=digest_synced,
