@@ -24,6 +24,8 @@ TAUGHT = {
            "critical_batch_from_rates", "overlap_bounds", "accumulation_seconds"],
     "13": ["zero_bytes_per_replica", "bubble_fraction", "run_gpipe", "TrainingMemory",
            "MemorySteps", "replayed_bubble", "waiting_share"],
+    "14": ["bytes_per_parameter", "float16_losses", "dynamic_scale", "reduce_scatter",
+           "all_gather", "zero_held_bytes", "zero_sent_bytes", "memory_per_device", "Held"],
 }
 #: What later notebooks reuse: the package keeps one copy, with a pointer to its notebook.
 REUSED = {"parameter_server_seconds", "ring_allreduce_seconds"}
