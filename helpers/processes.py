@@ -14,12 +14,14 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import contextlib
+import functools
 import importlib.util
 import os
 import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -115,6 +117,27 @@ def holders_note(port: int) -> str:
     return f" (held by {', '.join(sorted(holders))})" if holders else ""
 
 
+def listening_sockets(pid: int) -> set[tuple[str, int]]:
+    """``(ip, port)`` of the LISTEN sockets ``pid`` holds. On Linux from ``/proc/PID/net``,
+    the tables of the process's own network namespace (psutil reads this process's, where a
+    task in a namespace of its own has none)."""
+    if not sys.platform.startswith("linux"):
+        return {(c.laddr.ip, c.laddr.port) for c in psutil.Process(pid).net_connections("tcp")
+                if c.status == psutil.CONN_LISTEN}
+    held = {os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir() if fd.is_symlink()}
+    found = set()
+    for family, table in ((socket.AF_INET, "tcp"), (socket.AF_INET6, "tcp6")):
+        with contextlib.suppress(FileNotFoundError):  # a kernel without IPv6
+            for row in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+                _, local, _, state, *_, inode = row.split()[:10]
+                if state == "0A" and f"socket:[{inode}]" in held:  # 0A: LISTEN
+                    address, port = local.split(":")  # 32-bit words in this CPU's byte order
+                    words = [int(address[i:i + 8], 16) for i in range(0, len(address), 8)]
+                    found.add((socket.inet_ntop(family, struct.pack(f"={len(words)}I", *words)),
+                               int(port, 16)))
+    return found
+
+
 def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
     """``n`` distinct ports nobody listens on and no running cluster of ours holds, sorted."""
     taken = {p for g in list(_LIVE_GROUPS) if g.running() for p in g.claimed}
@@ -140,6 +163,56 @@ def python_module_command(module: str, *args: str) -> list[str]:
         raise ValueError(f"no Python module {module!r} to run; worker programs live in "
                          "helpers/workers/ and run as `python -m helpers.workers.NAME`")
     return [sys.executable, "-m", module, *args]
+
+
+# -- a network of their own: tasks no other machine can reach -------------------------------
+
+# Brings the loopback interface up (ioctl SIOCGIFFLAGS, then SIOCSIFFLAGS with IFF_UP: no
+# need for `ip`), says so and, given "hold", sleeps until it is ended.
+_LOOPBACK_UP = """import fcntl, socket, struct, sys, time
+with socket.socket() as s:
+    ifreq = fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", b"lo", 0))
+    fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", struct.unpack_from("16sH", ifreq)[1] | 1))
+print("loopback up", flush=True)
+while sys.argv[1:] == ["hold"]:
+    time.sleep(3600)"""
+
+
+def _unshare() -> list[str]:
+    """A new network namespace; without root, inside a user namespace of one's own, where
+    one is a "root" with no more rights on this machine than before."""
+    return ["unshare", *(["--user", "--map-root-user"] if os.geteuid() else []), "--net"]
+
+
+@functools.cache
+def isolation_problem() -> str:
+    """Why processes cannot get a network namespace of their own here, "" when they can.
+    Tried once per process: a container, a kernel setting or a security policy may refuse."""
+    missing = [tool for tool in ("unshare", "nsenter") if shutil.which(tool) is None]
+    if not sys.platform.startswith("linux") or missing:
+        return f"no {' or '.join(missing)} command" if missing else "not Linux"
+    command = " ".join(_unshare())
+    try:
+        done = subprocess.run([*_unshare(), sys.executable, "-I", "-S", "-c", _LOOPBACK_UP],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"`{command}` failed ({err})"
+    said = done.stderr.strip().splitlines() or [f"exit {done.returncode}"]
+    return "" if done.returncode == 0 else f"`{command}` failed: {said[-1]}"
+
+
+def start_network_namespace(group: ProcessGroup, name: str = "netns",
+                            timeout: float = 10.0) -> list[str]:
+    """Start process ``name`` of ``group``: it holds a new network namespace, loopback up,
+    until the group ends it. Return the prefix that runs a command inside (``nsenter``, which
+    then execs the command: same pid, same process group). Nothing outside the namespace can
+    connect to a port opened inside, whatever address it listens on."""
+    holder = group.start(name, [*_unshare(), sys.executable, "-I", "-S", "-c", _LOOPBACK_UP,
+                                "hold"])
+    group.wait_until(holder, lambda: "loopback up" in holder.log(), timeout,
+                     "its network namespace was ready")
+    user = ["--user", "--preserve-credentials"] if os.geteuid() else []
+    return ["nsenter", f"--target={holder.pid}", *user, "--net", "--"]
 
 
 # -- starting processes: they die with this one ----------------------------------------------
@@ -229,10 +302,9 @@ class ManagedProcess:
 
     def listening(self) -> list[tuple[str, int]]:
         """``(ip, port)`` this very process listens on, read from the kernel's socket tables."""
-        with contextlib.suppress(psutil.Error):
+        with contextlib.suppress(psutil.Error, OSError):
             if not self.has_exited():
-                return sorted({(c.laddr.ip, c.laddr.port) for c in psutil.Process(
-                    self.pid).net_connections("tcp") if c.status == psutil.CONN_LISTEN})
+                return sorted(listening_sockets(self.pid))
         return []
 
     def log(self) -> str:
