@@ -118,12 +118,8 @@ def holders_note(port: int) -> str:
 
 
 def listening_sockets(pid: int) -> set[tuple[str, int]]:
-    """``(ip, port)`` of the LISTEN sockets ``pid`` holds. On Linux from ``/proc/PID/net``,
-    the tables of the process's own network namespace (psutil reads this process's, where a
-    task in a namespace of its own has none)."""
-    if not sys.platform.startswith("linux"):
-        return {(c.laddr.ip, c.laddr.port) for c in psutil.Process(pid).net_connections("tcp")
-                if c.status == psutil.CONN_LISTEN}
+    """``(ip, port)`` of the LISTEN sockets ``pid`` holds, from ``/proc/PID/net``: the tables
+    of its own network namespace (psutil reads this process's, where a namespaced task has none)."""
     held = {os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir() if fd.is_symlink()}
     found = set()
     for family, table in ((socket.AF_INET, "tcp"), (socket.AF_INET6, "tcp6")):
@@ -167,8 +163,7 @@ def python_module_command(module: str, *args: str) -> list[str]:
 
 # -- a network of their own: tasks no other machine can reach -------------------------------
 
-# Brings the loopback interface up (ioctl SIOCGIFFLAGS, then SIOCSIFFLAGS with IFF_UP: no
-# need for `ip`), says so and, given "hold", sleeps until it is ended.
+# Brings the loopback up (ioctl SIOCGIFFLAGS, SIOCSIFFLAGS with IFF_UP; no need for `ip`).
 _LOOPBACK_UP = """import fcntl, socket, struct, sys, time
 with socket.socket() as s:
     ifreq = fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", b"lo", 0))
@@ -179,8 +174,7 @@ while sys.argv[1:] == ["hold"]:
 
 
 def _unshare() -> list[str]:
-    """A new network namespace; without root, inside a user namespace of one's own, where
-    one is a "root" with no more rights on this machine than before."""
+    """Without root, in a user namespace of one's own: a "root" with no more rights than one."""
     return ["unshare", *(["--user", "--map-root-user"] if os.geteuid() else []), "--net"]
 
 
@@ -189,8 +183,8 @@ def isolation_problem() -> str:
     """Why processes cannot get a network namespace of their own here, "" when they can.
     Tried once per process: a container, a kernel setting or a security policy may refuse."""
     missing = [tool for tool in ("unshare", "nsenter") if shutil.which(tool) is None]
-    if not sys.platform.startswith("linux") or missing:
-        return f"no {' or '.join(missing)} command" if missing else "not Linux"
+    if missing:
+        return f"no {' or '.join(missing)} command"
     command = " ".join(_unshare())
     try:
         done = subprocess.run([*_unshare(), sys.executable, "-I", "-S", "-c", _LOOPBACK_UP],
@@ -201,16 +195,13 @@ def isolation_problem() -> str:
     return "" if done.returncode == 0 else f"`{command}` failed: {said[-1]}"
 
 
-def start_network_namespace(group: ProcessGroup, name: str = "netns",
-                            timeout: float = 10.0) -> list[str]:
-    """Start process ``name`` of ``group``: it holds a new network namespace, loopback up,
-    until the group ends it. Return the prefix that runs a command inside (``nsenter``, which
-    then execs the command: same pid, same process group). Nothing outside the namespace can
-    connect to a port opened inside, whatever address it listens on."""
-    holder = group.start(name, [*_unshare(), sys.executable, "-I", "-S", "-c", _LOOPBACK_UP,
-                                "hold"])
-    group.wait_until(holder, lambda: "loopback up" in holder.log(), timeout,
-                     "its network namespace was ready")
+def start_network_namespace(group: ProcessGroup) -> list[str]:
+    """Start ``netns`` in ``group``: it holds a new network namespace, loopback up, until the
+    group ends it. Return the prefix that runs a command inside (``nsenter`` execs it: same
+    pid, same process group). Nothing outside can connect to a port opened inside."""
+    holder = group.start("netns", [*_unshare(), sys.executable, "-I", "-S", "-c", _LOOPBACK_UP,
+                                   "hold"])
+    group.wait_until(holder, lambda: "loopback up" in holder.log(), 10, "its loopback was up")
     user = ["--user", "--preserve-credentials"] if os.geteuid() else []
     return ["nsenter", f"--target={holder.pid}", *user, "--net", "--"]
 

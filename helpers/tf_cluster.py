@@ -115,12 +115,10 @@ class LocalTFCluster(LocalCluster):
     its address but no process.
 
     TensorFlow's servers listen on every address, unauthenticated, so where Linux allows it
-    (:func:`~helpers.processes.isolation_problem`) the tasks run in a network namespace of
-    their own: they reach each other on 127.0.0.1, and nothing outside, no other machine
-    nor this notebook, reaches them. ``isolate=None`` does so unless the first
-    :meth:`start` leaves a task out, for this process to play and so to connect to the
-    others; ``True`` insists (RuntimeError where it cannot), ``False`` declines.
-    ``why_not_isolated`` says why a started cluster runs without (``""`` when isolated).
+    the tasks run in a network namespace of their own: they reach each other on 127.0.0.1,
+    and nothing outside (other machines, this notebook) reaches them. ``isolate=None`` does
+    so unless the first :meth:`start` leaves a task out, for this process to play (it must
+    connect to the others); ``True`` insists, ``False`` declines; ``why_not_isolated`` says why.
     """
 
     def __init__(self, module: str, workers: int, ps: int = 0, chief: int = 0, *,
@@ -257,22 +255,18 @@ class LocalTFCluster(LocalCluster):
 
     def _why_not_isolated(self, chosen: list[str]) -> str:
         """Why the tasks about to start get no network namespace of their own; "" if they do."""
-        problem = "" if self.isolate is False else isolation_problem()
+        problem = "isolate=False" if self.isolate is False else isolation_problem()
         if problem and self.isolate:
             raise RuntimeError(f"isolate=True, but the tasks cannot get a network namespace of "
                                f"their own here: {problem}; pass isolate=None to run without")
         left = [t for t in self.task_names() if t not in chosen]
-        if self.isolate is None and left and not problem:
-            return (f"{', '.join(left)} left out of start(), for this process to play, which "
-                    "must connect to the others")
-        return "isolate=False" if self.isolate is False else problem
+        return problem or (f"{', '.join(left)} left out of start(), for this process to play, "
+                           "which must connect to the others" if left and self.isolate is None
+                           else "")
 
     def listening_on(self, task: str) -> str:
-        """As for any local cluster; in a network namespace of its own, "every address" is
-        that namespace's only: its loopback."""
-        shown = super().listening_on(task)
-        return shown.replace("(every address)", "(every address of its own network namespace)"
-                             ) if self.isolated else shown
+        shown = super().listening_on(task)  # in a namespace, "every address" is its loopback
+        return shown.replace(")", " of its own network namespace)") if self.isolated else shown
 
     def _squatter_note(self, task: str) -> str:
         """``; its port P is held by another process (...)`` when a stranger answers on it."""
