@@ -164,12 +164,12 @@ def python_module_command(module: str, *args: str) -> list[str]:
 # -- a network of their own: tasks no other machine can reach -------------------------------
 
 # Brings the loopback up (ioctl SIOCGIFFLAGS, SIOCSIFFLAGS with IFF_UP; no need for `ip`).
-_LOOPBACK_UP = """import fcntl, socket, struct, sys, time
+_LOOPBACK_UP = """import fcntl, socket, struct, time
 with socket.socket() as s:
     ifreq = fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", b"lo", 0))
     fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", struct.unpack_from("16sH", ifreq)[1] | 1))
 print("loopback up", flush=True)
-while sys.argv[1:] == ["hold"]:
+while True:
     time.sleep(3600)"""
 
 
@@ -181,26 +181,26 @@ def _unshare() -> list[str]:
 @functools.cache
 def isolation_problem() -> str:
     """Why processes cannot get a network namespace of their own here, "" when they can.
-    Tried once per process: a container, a kernel setting or a security policy may refuse."""
+    Tried once per process, making one and entering it (a container may allow the one and
+    not the other), since a container, a kernel setting or a security policy may refuse."""
     missing = [tool for tool in ("unshare", "nsenter") if shutil.which(tool) is None]
     if missing:
         return f"no {' or '.join(missing)} command"
-    command = " ".join(_unshare())
-    try:
-        done = subprocess.run([*_unshare(), sys.executable, "-I", "-S", "-c", _LOOPBACK_UP],
-                              capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return f"`{command}` failed ({err})"
-    said = done.stderr.strip().splitlines() or [f"exit {done.returncode}"]
-    return "" if done.returncode == 0 else f"`{command}` failed: {said[-1]}"
+    with ProcessGroup("netns-probe") as group:
+        try:
+            done = subprocess.run([*start_network_namespace(group), "true"],
+                                  capture_output=True, text=True, timeout=30)
+            said = (done.stderr or f"exit {done.returncode}") if done.returncode else ""
+        except (OSError, RuntimeError, TimeoutError, subprocess.TimeoutExpired) as err:
+            said = group.processes["netns"].log() if group.processes else str(err)
+    return (said.strip().splitlines() or ["failed"])[-1] if said else ""
 
 
 def start_network_namespace(group: ProcessGroup) -> list[str]:
     """Start ``netns`` in ``group``: it holds a new network namespace, loopback up, until the
     group ends it. Return the prefix that runs a command inside (``nsenter`` execs it: same
     pid, same process group). Nothing outside can connect to a port opened inside."""
-    holder = group.start("netns", [*_unshare(), sys.executable, "-I", "-S", "-c", _LOOPBACK_UP,
-                                   "hold"])
+    holder = group.start("netns", [*_unshare(), sys.executable, "-I", "-S", "-c", _LOOPBACK_UP])
     group.wait_until(holder, lambda: "loopback up" in holder.log(), 10, "its loopback was up")
     user = ["--user", "--preserve-credentials"] if os.geteuid() else []
     return ["nsenter", f"--target={holder.pid}", *user, "--net", "--"]

@@ -21,7 +21,7 @@ from helpers.mx_cluster import LocalMXCluster
 from helpers.tf_cluster import LocalTFCluster
 
 Entry = namedtuple("Entry", "family address")
-REFUSED = "`unshare --net` failed: unshare: unshare failed: Operation not permitted"
+REFUSED = "unshare: unshare failed: Operation not permitted"
 LOOPBACK = [Entry(socket.AF_INET, "127.0.0.1"), Entry(socket.AF_INET6, "::1")]
 # This CI machine: a documentation-range IPv4 and an IPv6 ULA, plus link-local.
 CI_MACHINE = {"lo": LOOPBACK,

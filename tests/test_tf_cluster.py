@@ -493,32 +493,33 @@ def test_a_task_left_for_this_process_to_play_leaves_the_cluster_reachable(fake_
         assert port_accepts(cluster.port("worker-0"))  # as the chief must
 
 
-@pytest.fixture
-def refused_unshare(tmp_path, monkeypatch):
-    """``unshare`` failing as it does where namespaces are forbidden (a container, a policy)."""
+@pytest.fixture(params=["unshare", "nsenter"])
+def refused(request, tmp_path, monkeypatch):
+    """``unshare`` (making a namespace) or ``nsenter`` (entering one) failing as where they
+    are forbidden (a container's seccomp profile, a policy); what it says."""
+    said = f"{request.param}: {request.param} failed: Operation not permitted"
     (tmp_path / "bin").mkdir()
-    (tmp_path / "bin" / "unshare").write_text(
-        "#!/bin/sh\necho 'unshare: unshare failed: Operation not permitted' >&2\nexit 1\n")
-    (tmp_path / "bin" / "unshare").chmod(0o755)
+    (tmp_path / "bin" / request.param).write_text(f"#!/bin/sh\necho '{said}' >&2\nexit 1\n")
+    (tmp_path / "bin" / request.param).chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     isolation_problem.cache_clear()
-    yield
+    yield said
     isolation_problem.cache_clear()
 
 
 def test_where_namespaces_are_refused_the_cluster_runs_without_and_says_why(fake_module,
-                                                                            refused_unshare):
+                                                                            refused):
     module, env = fake_module
     with LocalTFCluster(module, workers=1, env=env) as cluster:
         cluster.start()
-        assert not cluster.isolated and cluster.why_not_isolated.endswith(
-            "--net` failed: unshare: unshare failed: Operation not permitted")
+        assert (cluster.isolated, cluster.why_not_isolated) == (False, refused)
         assert cluster.group.processes["worker-0"].args == cluster.command_of("worker-0")
         assert cluster.table().column("listening on") == [cluster.address("worker-0")]
         assert cluster.netns.processes == {}
     with pytest.raises(RuntimeError, match="isolate=True, but the tasks cannot get a network "
-                                           r"namespace of their own here: `unshare .*--net` "):
+                                           f"namespace of their own here: {refused}"):
         LocalTFCluster(module, workers=1, env=env, isolate=True).start()
+    assert not [p for p in leftover_processes() if "loopback up" in p]  # the probe's holder
 
 
 @pytest.mark.parametrize("value", ["yes", 1, 0])
