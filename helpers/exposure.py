@@ -4,8 +4,9 @@ TensorFlow's gRPC server listens on every address whatever ``TF_CONFIG`` names, 
 authentication: whoever reaches a port can run code as the learner (MXNet's servers,
 which unpickle what they are sent, listen on the cluster's host, 127.0.0.1 by default). A
 private address is no shield on a cloud VM, whose public address the provider maps onto it.
-So a TensorFlow cluster starts quietly on a loopback-only machine, with a banner (once) on a
-private network, and not at all on a public address unless ``allow_external=True`` or
+So a TensorFlow cluster runs in a network namespace of its own where Linux allows it; one
+without starts quietly on a loopback-only machine, with a banner (once) on a private network,
+and not at all on a public address unless ``allow_external=True`` or
 ``SERIES_ALLOW_EXTERNAL=1`` says its ports were made unreachable from outside.
 """
 
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
+from helpers.processes import isolation_problem
 
 #: Set to 1 to let a TensorFlow cluster start on a machine with a public address.
 ENV_VAR = "SERIES_ALLOW_EXTERNAL"
@@ -41,10 +44,12 @@ def ephemeral_port_range() -> str:
 
 @dataclass(frozen=True)
 class NetworkExposure:
-    """This machine's addresses other machines could use: ``1.2.3.4 (eth0)``, ..."""
+    """Addresses other machines could use (``1.2.3.4 (eth0)``, ...); why tasks get no
+    network namespace here (``""``: they do)."""
 
     public: tuple[str, ...]
     private: tuple[str, ...]
+    isolation_problem: str = ""
 
     @property
     def level(self) -> str:
@@ -53,9 +58,13 @@ class NetworkExposure:
 
     def banner(self) -> str:
         """A few lines: which addresses, what a cluster's ports are exposed to, what to do."""
+        namespace = (f"TensorFlow tasks get no network namespace of their own here "
+                     f"({self.isolation_problem})" if self.isolation_problem else "a "
+                     "LocalTFCluster runs its tasks in a network namespace of their own, which "
+                     "nothing outside reaches (or says why it cannot)")
         if self.level == "loopback":
             return ("Network: loopback only. No other machine can reach this one, so the "
-                    "clusters' ports stay on it.")
+                    f"clusters' ports stay on it; {namespace}.")
         protect = (f"drop incoming connections to ports {ephemeral_port_range()} from other "
                    "machines (a firewall), or use a private network, a VPN or SSH tunnels")
         if self.level == "public":
@@ -72,16 +81,19 @@ class NetworkExposure:
                     "address behind NAT: `curl -s https://checkip.amazonaws.com` in a terminal.")
         lines = textwrap.wrap(head, 92) + textwrap.wrap(
             "TensorFlow's gRPC servers listen on every address (0.0.0.0, [::]) with no "
-            f"authentication: while a cluster runs, {who} can connect to its ports and run "
-            "code as you.", 92) + textwrap.wrap(todo, 92) + [
+            f"authentication, {'and' if self.isolation_problem else 'so'} {namespace}: while a "
+            f"cluster without one runs, {who} can connect to its ports and run code as you.",
+            92) + textwrap.wrap(todo, 92) + [
             "(MXNet's ps-lite listens on 127.0.0.1 unless LocalMXCluster gets another host.)"]
         width = max(len(line) for line in lines)
         return "\n".join(["=" * width, *lines, "=" * width])
 
 
-def network_exposure(interfaces: dict[str, list[Any]] | None = None) -> NetworkExposure:
+def network_exposure(interfaces: dict[str, list[Any]] | None = None,
+                     isolation: str | None = None) -> NetworkExposure:
     """This machine's addresses others could use (``psutil.net_if_addrs()``, or ``interfaces``
-    in tests), public (globally routable) or private; loopback and link-local left out."""
+    in tests), public (globally routable) or private, loopback and link-local left out, and
+    ``isolation_problem()`` (or ``isolation``)."""
     found: dict[bool, list[str]] = {True: [], False: []}
     for interface, entries in sorted((psutil.net_if_addrs() if interfaces is None
                                       else interfaces).items()):
@@ -91,7 +103,8 @@ def network_exposure(interfaces: dict[str, list[Any]] | None = None) -> NetworkE
                 if not (ip.is_loopback or ip.is_link_local or ip.is_multicast
                         or ip.is_unspecified):
                     found[ip.is_global].append(f"{ip} ({interface})")
-    return NetworkExposure(tuple(found[True]), tuple(found[False]))
+    return NetworkExposure(tuple(found[True]), tuple(found[False]),
+                           isolation_problem() if isolation is None else isolation)
 
 
 def network_banner() -> NetworkExposure:
@@ -108,23 +121,24 @@ TF_SERVERS = "TensorFlow's gRPC servers listen on every address with no authenti
 
 
 def check_exposure(allow_external: bool = False, what: str = "this TensorFlow cluster",
-                   exposure: NetworkExposure | None = None,
-                   servers: str = TF_SERVERS) -> NetworkExposure:
-    """Refuse (:class:`ExposureError`) a public address unless allowed, or print the banner
-    (once per process) before starting servers that listen on every address. ``servers``
-    says which servers and how they listen (MXNet's, on a host the learner chose, get a
-    warning of their own each time: the banner describes TensorFlow's)."""
+                   exposure: NetworkExposure | None = None, servers: str = TF_SERVERS,
+                   isolated: bool = False, why_not: str = "") -> NetworkExposure:
+    """Refuse (:class:`ExposureError`) a public address unless allowed or ``isolated`` (in a
+    network namespace), or print the banner (once per process), and ``why_not`` a cluster
+    has no namespace where others get one. ``servers`` says which servers and how they
+    listen (MXNet's, on a host the learner chose, get a warning of their own each time)."""
     global _warned
     exposure = exposure if exposure is not None else network_exposure()
-    allowed = allow_external or os.environ.get(ENV_VAR, "").strip() == "1"
+    allowed = allow_external or isolated or os.environ.get(ENV_VAR, "").strip() == "1"
     if exposure.level == "public" and not allowed:
         raise ExposureError(
             f"{what} was not started: this machine has a public address "
-            f"({', '.join(exposure.public)}), and {servers}, so anyone on the internet who "
-            "finds a port could run code as you while the cluster runs. Make the ports "
-            f"unreachable from outside first (a firewall that drops incoming connections to ports "
-            f"{ephemeral_port_range()}, a private network or VPN, or SSH tunnels), then pass "
-            f"allow_external=True or set {ENV_VAR}=1.")
+            f"({', '.join(exposure.public)}), and {servers}"
+            f"{f' (here outside a network namespace: {why_not})' if why_not else ''}, so anyone "
+            "on the internet who finds a port could run code as you while the cluster runs. "
+            "Make the ports unreachable from outside first (a firewall that drops incoming "
+            f"connections to ports {ephemeral_port_range()}, a private network or VPN, or SSH "
+            f"tunnels), then pass allow_external=True or set {ENV_VAR}=1.")
     if exposure.level != "loopback" and servers != TF_SERVERS:
         print(f"Warning: {what}: {servers}; any machine that reaches this one "
               f"({', '.join(exposure.public + exposure.private)}) can run code as you while "
@@ -132,4 +146,8 @@ def check_exposure(allow_external: bool = False, what: str = "this TensorFlow cl
     elif exposure.level != "loopback" and not _warned:
         print(exposure.banner())
         _warned = True
+    if why_not and exposure.level != "loopback" and not (isolated or exposure.isolation_problem):
+        print(textwrap.fill(f"Note: {what} runs without a network namespace of its own "
+                            f"({why_not}): its ports are open to other machines while it runs, "
+                            "as the banner says.", 92))
     return exposure

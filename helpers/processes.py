@@ -14,12 +14,14 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import contextlib
+import functools
 import importlib.util
 import os
 import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -115,6 +117,23 @@ def holders_note(port: int) -> str:
     return f" (held by {', '.join(sorted(holders))})" if holders else ""
 
 
+def listening_sockets(pid: int) -> set[tuple[str, int]]:
+    """``(ip, port)`` of the LISTEN sockets ``pid`` holds, from ``/proc/PID/net``: the tables
+    of its own network namespace (psutil reads this process's, where a namespaced task has none)."""
+    held = {os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir() if fd.is_symlink()}
+    found = set()
+    for family, table in ((socket.AF_INET, "tcp"), (socket.AF_INET6, "tcp6")):
+        with contextlib.suppress(FileNotFoundError):  # a kernel without IPv6
+            for row in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+                _, local, _, state, *_, inode = row.split()[:10]
+                if state == "0A" and f"socket:[{inode}]" in held:  # 0A: LISTEN
+                    address, port = local.split(":")  # 32-bit words in this CPU's byte order
+                    words = [int(address[i:i + 8], 16) for i in range(0, len(address), 8)]
+                    found.add((socket.inet_ntop(family, struct.pack(f"={len(words)}I", *words)),
+                               int(port, 16)))
+    return found
+
+
 def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
     """``n`` distinct ports nobody listens on and no running cluster of ours holds, sorted."""
     taken = {p for g in list(_LIVE_GROUPS) if g.running() for p in g.claimed}
@@ -140,6 +159,51 @@ def python_module_command(module: str, *args: str) -> list[str]:
         raise ValueError(f"no Python module {module!r} to run; worker programs live in "
                          "helpers/workers/ and run as `python -m helpers.workers.NAME`")
     return [sys.executable, "-m", module, *args]
+
+
+# -- a network of their own: tasks no other machine can reach -------------------------------
+
+# Brings the loopback up (ioctl SIOCGIFFLAGS, SIOCSIFFLAGS with IFF_UP; no need for `ip`).
+_LOOPBACK_UP = """import fcntl, socket, struct, time
+with socket.socket() as s:
+    ifreq = fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", b"lo", 0))
+    fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", struct.unpack_from("16sH", ifreq)[1] | 1))
+print("loopback up", flush=True)
+while True:
+    time.sleep(3600)"""
+
+
+def _unshare() -> list[str]:
+    """Without root, in a user namespace of one's own: a "root" with no more rights than one."""
+    return ["unshare", *(["--user", "--map-root-user"] if os.geteuid() else []), "--net"]
+
+
+@functools.cache
+def isolation_problem() -> str:
+    """Why processes cannot get a network namespace of their own here, "" when they can.
+    Tried once per process, making one and entering it (a container may allow the one and
+    not the other), since a container, a kernel setting or a security policy may refuse."""
+    missing = [tool for tool in ("unshare", "nsenter") if shutil.which(tool) is None]
+    if missing:
+        return f"no {' or '.join(missing)} command"
+    with ProcessGroup("netns-probe") as group:
+        try:
+            done = subprocess.run([*start_network_namespace(group), "true"],
+                                  capture_output=True, text=True, timeout=30)
+            said = (done.stderr or f"exit {done.returncode}") if done.returncode else ""
+        except (OSError, RuntimeError, TimeoutError, subprocess.TimeoutExpired) as err:
+            said = group.processes["netns"].log() if group.processes else str(err)
+    return (said.strip().splitlines() or ["failed"])[-1] if said else ""
+
+
+def start_network_namespace(group: ProcessGroup) -> list[str]:
+    """Start ``netns`` in ``group``: it holds a new network namespace, loopback up, until the
+    group ends it. Return the prefix that runs a command inside (``nsenter`` execs it: same
+    pid, same process group). Nothing outside can connect to a port opened inside."""
+    holder = group.start("netns", [*_unshare(), sys.executable, "-I", "-S", "-c", _LOOPBACK_UP])
+    group.wait_until(holder, lambda: "loopback up" in holder.log(), 10, "its loopback was up")
+    user = ["--user", "--preserve-credentials"] if os.geteuid() else []
+    return ["nsenter", f"--target={holder.pid}", *user, "--net", "--"]
 
 
 # -- starting processes: they die with this one ----------------------------------------------
@@ -229,10 +293,9 @@ class ManagedProcess:
 
     def listening(self) -> list[tuple[str, int]]:
         """``(ip, port)`` this very process listens on, read from the kernel's socket tables."""
-        with contextlib.suppress(psutil.Error):
+        with contextlib.suppress(psutil.Error, OSError):
             if not self.has_exited():
-                return sorted({(c.laddr.ip, c.laddr.port) for c in psutil.Process(
-                    self.pid).net_connections("tcp") if c.status == psutil.CONN_LISTEN})
+                return sorted(listening_sockets(self.pid))
         return []
 
     def log(self) -> str:

@@ -2,7 +2,8 @@
 
 Every task is a process with a gRPC server at ``host:port`` that reads the whole cluster
 from ``TF_CONFIG``, on eight machines or on one: a lesson starts the very programs that
-would run on real machines, here on ``127.0.0.1`` with one free port each.
+would run on real machines, here on ``127.0.0.1`` with one free port each, and where Linux
+allows it in a network namespace of their own that no other machine can reach.
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ from helpers.processes import (
     describe_exit,
     free_ports,
     holders_note,
+    isolation_problem,
     poll_until,
     port_accepts,
     port_bindable,
     python_module_command,
+    start_network_namespace,
 )
 
 #: Job names a ``TF_CONFIG`` cluster may hold, in the order tasks are listed and started.
@@ -107,9 +110,15 @@ class LocalTFCluster(LocalCluster):
     programs (TF1's ``--job_name --task_index --ps_hosts --worker_hosts``), ``env`` and
     ``task_env(task_type, index)`` (:func:`gpu_task_env`). Ports are picked when the object
     is built, so :meth:`tf_config` can be shown before anything runs. A task is *ready*
-    when its own process listens on its port (psutil: a stranger that took the port does
-    not count). A task left out of :meth:`start` (a chief played by the notebook) keeps
+    when its own process listens on its port (a stranger that took the port does not
+    count). A task left out of :meth:`start` (a chief played by the notebook) keeps
     its address but no process.
+
+    TensorFlow's servers listen on every address, unauthenticated, so where Linux allows it
+    the tasks run in a network namespace of their own: they reach each other on 127.0.0.1,
+    and nothing outside (other machines, this notebook) reaches them. ``isolate=None`` does
+    so unless the first :meth:`start` leaves a task out, for this process to play (it must
+    connect to the others); ``True`` insists, ``False`` declines; ``why_not_isolated`` says why.
     """
 
     def __init__(self, module: str, workers: int, ps: int = 0, chief: int = 0, *,
@@ -117,15 +126,19 @@ class LocalTFCluster(LocalCluster):
                  task_env: TaskEnv | None = None,
                  log_dir: str | Path | None = None, ready_timeout: float = 60.0,
                  host: str = "127.0.0.1", set_tf_config: bool = True,
-                 allow_external: bool = False) -> None:
+                 allow_external: bool = False, isolate: bool | None = None) -> None:
         self.command = python_module_command(module)
         self.ready_timeout = require_number("ready_timeout (seconds)", ready_timeout, above=0)
         self.allow_external = require_choice("allow_external", allow_external, (False, True))
+        self.isolate = require_choice("isolate", isolate, (None, False, True))
+        self.isolated, self.why_not_isolated = False, "not started"
+        self._enter: list[str] = []  # the command that puts a task in the cluster's namespace
         require_choice("set_tf_config", set_tf_config, (False, True))
         self.cluster: dict[str, list[str]] = cluster_spec(workers, ps, chief, host)
         self.module, self.host, self.set_tf_config = module, host, set_tf_config
         self.task_args, self.env, self.task_env = task_args, dict(env or {}), task_env
         self.group = ProcessGroup("tf-cluster", log_dir)
+        self.netns = ProcessGroup("tf-cluster-netns", self.group.log_dir)  # its holder, if any
         self.ready_seconds: dict[str, float] = {}
         self.killed_at: dict[str, float] = {}
         self._earlier_logs: dict[str, list[str]] = {}
@@ -176,15 +189,25 @@ class LocalTFCluster(LocalCluster):
         if running:
             raise ValueError(f"{', '.join(running)} already running; use restart(task) "
                              "to start a task again")
-        check_exposure(self.allow_external, "this LocalTFCluster")
+        holder = self.netns.processes.get("netns")
+        if not (self.alive() or holder and holder.alive):  # else: join the tasks running
+            self.why_not_isolated = self._why_not_isolated(chosen)
+            self.isolated = not self.why_not_isolated
+            check_exposure(self.allow_external, "this LocalTFCluster", isolated=self.isolated,
+                           why_not=self.why_not_isolated)
+        elif self.isolated and not (holder and holder.alive):
+            raise RuntimeError("the process holding this cluster's network namespace ended, "
+                               "so no task can join the others; stop() the cluster and start it")
         self.group.claim_ports([self.port(t) for t in self.task_names()], "this LocalTFCluster")
-        taken = [f"{t} {self.address(t)}" for t in chosen
-                 if not port_bindable(self.port(t), self.host)]
+        taken = [f"{t} {self.address(t)}" for t in chosen  # none can take them in a namespace
+                 if not (self.isolated or port_bindable(self.port(t), self.host))]
         if taken:
             raise ValueError(f"port(s) already in use: {', '.join(taken)}; end the process "
                              "holding them or build a new LocalTFCluster (it picks free ports)")
         began = time.monotonic()
         try:
+            if self.isolated and not (holder and holder.alive):
+                self._enter = start_network_namespace(self.netns)
             for task in chosen:
                 self._launch(task)
             self._wait_ready(chosen, began)
@@ -200,7 +223,8 @@ class LocalTFCluster(LocalCluster):
         env = {**self.env, **(self.task_env(*self._job_index(task)) if self.task_env else {})}
         if self.set_tf_config:
             env["TF_CONFIG"] = self.tf_config(task)
-        self.group.start(task, self.command_of(task), env)
+        self.group.start(task, [*(self._enter if self.isolated else []), *self.command_of(task)],
+                         env)
 
     def _wait_ready(self, tasks: list[str], began: float) -> None:
         pending = list(tasks)
@@ -208,12 +232,14 @@ class LocalTFCluster(LocalCluster):
         def check() -> bool | None:
             for task in list(pending):
                 proc, port = self.group.processes[task], self.port(task)
-                if proc.listens_on(port, self.host):
+                if (port in {p for _, p in proc.listening()} if self.isolated  # unreachable here
+                        else proc.listens_on(port, self.host)):
                     self.ready_seconds[task] = time.monotonic() - began
                     pending.remove(task)
                 elif not proc.alive:
                     raise RuntimeError(
-                        f"{task} ({' '.join(proc.args[1:])}) {describe_exit(proc.returncode)} "
+                        f"{task} ({' '.join(self.command_of(task)[1:])}) "
+                        f"{describe_exit(proc.returncode)} "
                         f"before its server listened on {self.address(task)}"
                         f"{self._squatter_note(task)}; end of its log:\n{proc.log_tail()}")
             return None if pending else True
@@ -227,10 +253,25 @@ class LocalTFCluster(LocalCluster):
 
         poll_until(check, began + self.ready_timeout - time.monotonic(), late)
 
+    def _why_not_isolated(self, chosen: list[str]) -> str:
+        """Why the tasks about to start get no network namespace of their own; "" if they do."""
+        problem = "isolate=False" if self.isolate is False else isolation_problem()
+        if problem and self.isolate:
+            raise RuntimeError(f"isolate=True, but the tasks cannot get a network namespace of "
+                               f"their own here: {problem}; pass isolate=None to run without")
+        left = [t for t in self.task_names() if t not in chosen]
+        return problem or (f"{', '.join(left)} left out of start(), for this process to play, "
+                           "which must connect to the others" if left and self.isolate is None
+                           else "")
+
+    def listening_on(self, task: str) -> str:
+        shown = super().listening_on(task)  # in a namespace, "every address" is its loopback
+        return shown.replace(")", " of its own network namespace)") if self.isolated else shown
+
     def _squatter_note(self, task: str) -> str:
         """``; its port P is held by another process (...)`` when a stranger answers on it."""
         port = self.port(task)
-        if not port_accepts(port, self.host):
+        if self.isolated or not port_accepts(port, self.host):
             return ""
         return (f"; its port {port} is held by another process"
                 f"{holders_note(port)}, which answered in its place: "
@@ -258,6 +299,10 @@ class LocalTFCluster(LocalCluster):
             if self._alive(task):
                 self.group.kill(task, signal.SIGKILL)
         return self.start(chosen)
+
+    def stop(self) -> float:
+        """End every task, then the holder of their network namespace; return the seconds."""
+        return self.group.stop() + self.netns.stop()
 
     def _log(self, task: str) -> str:
         """What ``task`` printed, earlier runs (before a restart) included."""

@@ -7,6 +7,7 @@ import socket
 from collections import namedtuple
 
 import pytest
+from test_processes import NEEDS_NETNS
 
 from helpers import exposure
 from helpers.exposure import (
@@ -20,6 +21,7 @@ from helpers.mx_cluster import LocalMXCluster
 from helpers.tf_cluster import LocalTFCluster
 
 Entry = namedtuple("Entry", "family address")
+REFUSED = "unshare: unshare failed: Operation not permitted"
 LOOPBACK = [Entry(socket.AF_INET, "127.0.0.1"), Entry(socket.AF_INET6, "::1")]
 # This CI machine: a documentation-range IPv4 and an IPv6 ULA, plus link-local.
 CI_MACHINE = {"lo": LOOPBACK,
@@ -125,22 +127,71 @@ def test_allow_external_must_be_a_bool(value):
 def test_a_tensorflow_cluster_on_a_public_machine_is_refused_before_anything_runs(
         monkeypatch, tmp_path):
     _as(CLOUD_VM, monkeypatch)
-    cluster = LocalTFCluster("json.tool", workers=1, log_dir=tmp_path)
-    with cluster, pytest.raises(ExposureError, match="LocalTFCluster was not started"):
+    cluster = LocalTFCluster("json.tool", workers=1, log_dir=tmp_path, isolate=False)
+    with cluster, pytest.raises(ExposureError, match=(
+            "LocalTFCluster was not started: .*no authentication "
+            r"\(here outside a network namespace: isolate=False\)")):
         cluster.start()
-    assert cluster.group.processes == {}
+    assert cluster.group.processes == {} and cluster.netns.processes == {}
 
 
-def test_allowed_it_starts_and_shows_where_it_listens(monkeypatch, tmp_path, capsys):
+@NEEDS_NETNS
+def test_in_a_network_namespace_of_its_own_it_starts_on_a_public_machine(
+        monkeypatch, fake_listener):
+    module, env = fake_listener
     _as(CLOUD_VM, monkeypatch)
+    with LocalTFCluster(module, workers=1, env=env) as cluster:
+        cluster.start()  # no allow_external needed: no other machine reaches it
+        port = cluster.port("worker-0")
+        assert cluster.table().column("listening on") == [
+            f"0.0.0.0:{port} (every address of its own network namespace)"]
+
+
+def test_the_banner_says_whether_clusters_get_a_namespace_and_why_not():
+    for machine in (CI_MACHINE, CLOUD_VM):
+        isolated = " ".join(network_exposure(machine, isolation="").banner().split())
+        assert ("so a LocalTFCluster runs its tasks in a network namespace of their own, which "
+                "nothing outside reaches (or says why it cannot): while a cluster without one "
+                "runs, ") in isolated
+        refused = " ".join(network_exposure(machine, isolation=REFUSED).banner().split())
+        assert f"get no network namespace of their own here ({REFUSED}): while a" in refused
+    assert "cloud VM" in network_exposure(CI_MACHINE, isolation=REFUSED).banner()
+    assert network_exposure({"lo": LOOPBACK}, isolation="").banner().endswith(
+        "a LocalTFCluster runs its tasks in a network namespace of their own, which nothing "
+        "outside reaches (or says why it cannot).")
+    assert REFUSED in network_exposure({"lo": LOOPBACK}, isolation=REFUSED).banner()
+
+
+def test_a_cluster_without_a_namespace_where_others_get_one_says_why(capsys):
+    why = "chief-0 left out of start(), for this process to play"
+    check_exposure(exposure=network_exposure(CI_MACHINE, isolation=""), why_not=why)
+    assert " ".join(capsys.readouterr().out.split("=")[-1].split()) == (
+        f"Note: this TensorFlow cluster runs without a network namespace of its own ({why}): "
+        "its ports are open to other machines while it runs, as the banner says.")
+    check_exposure(exposure=network_exposure(CI_MACHINE, isolation=""), isolated=True)
+    check_exposure(exposure=network_exposure(CI_MACHINE, isolation=REFUSED), why_not=REFUSED)
+    check_exposure(exposure=network_exposure({"lo": LOOPBACK}, isolation=""), why_not=why)
+    assert capsys.readouterr().out == ""  # isolated; the banner said so; nothing reaches it
+
+
+@pytest.fixture
+def fake_listener(tmp_path, monkeypatch):
+    """A module ``listener`` that listens on every address on its TF_CONFIG port."""
     (tmp_path / "listener.py").write_text(
         "import json, os, socket, time\n"
         "c = json.loads(os.environ['TF_CONFIG'])\n"
         "port = int(c['cluster']['worker'][0].rsplit(':', 1)[1])\n"
         "s = socket.socket(); s.bind(('0.0.0.0', port)); s.listen(); time.sleep(60)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
-    with LocalTFCluster("listener", workers=1, env=env, allow_external=True) as cluster:
+    return "listener", {"PYTHONPATH": os.pathsep.join([str(tmp_path),
+                                                       os.environ.get("PYTHONPATH", "")])}
+
+
+def test_allowed_it_starts_and_shows_where_it_listens(monkeypatch, fake_listener, capsys):
+    _as(CLOUD_VM, monkeypatch)
+    module, env = fake_listener
+    with LocalTFCluster(module, workers=1, env=env, allow_external=True,
+                        isolate=False) as cluster:
         cluster.start()
         port = cluster.port("worker-0")
         assert cluster.table().column("listening on") == [f"0.0.0.0:{port} (every address)"]

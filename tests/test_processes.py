@@ -18,13 +18,23 @@ from helpers.processes import (
     free_port,
     free_ports,
     holders_note,
+    isolation_problem,
     port_accepts,
     prune_log_folders,
     python_module_command,
+    start_network_namespace,
 )
 
 LISTEN = ("import socket, sys, time; s = socket.socket(); s.bind(('127.0.0.1', {port})); "
           "s.listen(); print('listening', flush=True); time.sleep(60)")
+NEEDS_NETNS = pytest.mark.skipif(bool(isolation_problem()), reason="this machine gives no "
+                                 f"process a network namespace of its own: {isolation_problem()}")
+
+
+def machine_addresses() -> list[str]:
+    """Every address of this machine but link-local ones: where another host would connect."""
+    return [a.address for entries in psutil.net_if_addrs().values() for a in entries
+            if a.family in (socket.AF_INET, socket.AF_INET6) and not a.address.startswith("fe80")]
 
 
 def test_ready_by_port_then_stopped_quickly():
@@ -289,3 +299,42 @@ def test_children_write_plain_tracebacks_whatever_colour_the_kernel_asks(monkeyp
                                    "import os; print('colors', os.environ.get('PYTHON_COLORS'))"])
         assert group.wait(["env"], timeout=20) == {"env": 0}
     assert "colors 0" in proc.log(), proc.log()
+
+
+# -- a network namespace of their own ----------------------------------------------------------
+
+@NEEDS_NETNS
+def test_a_server_in_a_network_namespace_serves_inside_and_no_one_outside():
+    port = free_port()
+    everywhere = LISTEN.format(port=port).replace("socket.socket()", "socket.socket("
+                                                  "socket.AF_INET6)").replace("127.0.0.1", "::")
+    connect = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5)"
+    with ProcessGroup("t") as group:
+        enter = start_network_namespace(group)
+        proc = group.start("server", [*enter, sys.executable, "-c", everywhere])
+        group.wait_until(proc, lambda: "listening" in proc.log(), 20, "printing")
+        assert proc.listening() == [("::", port)]  # read from its namespace's tables
+        reached = [address for address in machine_addresses() if port_accepts(port, address)]
+        inside = subprocess.run([*enter, sys.executable, "-c", connect], timeout=30)
+        pids = [p.pid for p in group.processes.values()]
+    assert "127.0.0.1" in machine_addresses() and reached == [], reached
+    assert inside.returncode == 0, "a client inside the namespace should connect"
+    assert all(_ends_within(pid, 5) for pid in pids)
+
+
+@NEEDS_NETNS
+def test_a_namespace_and_its_processes_die_with_the_process_that_started_them():
+    program = textwrap.dedent("""
+        import os, sys, time
+        from helpers.processes import ProcessGroup, start_network_namespace
+        group = ProcessGroup("orphans")
+        enter = start_network_namespace(group)
+        group.start("sleeper", [*enter, sys.executable, "-c", "import time; time.sleep(60)"])
+        time.sleep(0.5)
+        print(*[p.pid for p in group.processes.values()], flush=True)
+        os._exit(0)  # no clean-up at all: as if the kernel were killed
+    """)
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                            timeout=60)
+    pids = [int(pid) for pid in result.stdout.split()]
+    assert len(pids) == 2 and all(_ends_within(pid, 10) for pid in pids), result.stderr

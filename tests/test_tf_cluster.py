@@ -2,7 +2,8 @@
 
 Most tests run a tiny stand-in worker (no TensorFlow, starts in milliseconds) that reads
 TF_CONFIG and listens on its port like a TensorFlow server; its FAKE_MODE variable makes
-it crash, hang, or exit on purpose. One test starts the real ``tf_server`` program.
+it crash, hang, or exit on purpose (FAKE_BIND "::" listens on every address, as TensorFlow
+does). One test starts the real ``tf_server`` program.
 """
 
 from __future__ import annotations
@@ -16,8 +17,15 @@ import textwrap
 import time
 
 import pytest
+from test_processes import NEEDS_NETNS, machine_addresses
 
-from helpers.processes import describe_exit, leftover_processes, port_bindable
+from helpers.processes import (
+    describe_exit,
+    isolation_problem,
+    leftover_processes,
+    port_accepts,
+    port_bindable,
+)
 from helpers.tf_cluster import (
     LocalTFCluster,
     cluster_spec,
@@ -40,7 +48,8 @@ FAKE_WORKER = textwrap.dedent("""
         time.sleep(60)
     if mode == "late" and task["index"] == int(os.environ.get("FAKE_WHO", "0")):
         time.sleep(float(os.environ["FAKE_DELAY"]))  # like TensorFlow's import, before listening
-    server = socket.socket()
+    host = os.environ.get("FAKE_BIND", host)
+    server = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     server.bind((host, int(port)))
     server.listen()
@@ -88,7 +97,8 @@ def _alive(pid: int) -> bool:
 
 
 def _pids(cluster: LocalTFCluster) -> list[int]:
-    return [p.pid for p in cluster.group.processes.values()]
+    """The tasks' pids and that of their network namespace's holder, if it has one."""
+    return [p.pid for group in (cluster.group, cluster.netns) for p in group.processes.values()]
 
 
 # -- cluster_spec and tf_config ----------------------------------------------------------
@@ -186,8 +196,8 @@ def test_unknown_task_names_are_rejected(fake_module):
 
 
 def test_port_already_taken_is_reported_and_nothing_starts(fake_module):
-    module, env = fake_module
-    with LocalTFCluster(module, workers=2, env=env) as cluster:
+    module, env = fake_module  # only tasks outside a namespace share ports with strangers
+    with LocalTFCluster(module, workers=2, env=env, isolate=False) as cluster:
         holder = socket.socket()
         holder.bind(("127.0.0.1", cluster.port("worker-1")))
         holder.listen()
@@ -204,7 +214,8 @@ def test_a_port_squatted_while_the_task_starts_fails_naming_the_task(fake_module
     # listens (TensorFlow's import takes seconds): start() must not call that "ready".
     module, env = fake_module
     cluster = LocalTFCluster(module, workers=2, env={**env, "FAKE_MODE": "late",
-                                                      "FAKE_WHO": "1", "FAKE_DELAY": "2"})
+                                                      "FAKE_WHO": "1", "FAKE_DELAY": "2"},
+                             isolate=False)
     port = cluster.port("worker-1")
     squatter = subprocess.Popen([sys.executable, "-c", SQUATTER.format(port=port)],
                                 stdout=subprocess.PIPE, text=True)
@@ -225,7 +236,7 @@ def test_a_stranger_on_the_port_of_a_task_that_never_listens_is_named_at_the_tim
         fake_module):
     module, env = fake_module
     cluster = LocalTFCluster(module, workers=1, env={**env, "FAKE_MODE": "hang"},
-                             ready_timeout=2.0)
+                             ready_timeout=2.0, isolate=False)
     squatter = subprocess.Popen([sys.executable, "-c",
                                  SQUATTER.format(port=cluster.port("worker-0"))])
     try:
@@ -419,6 +430,104 @@ def test_stop_is_idempotent(fake_module):
     assert not any(_alive(p) for p in _pids(cluster))
 
 
+# -- a network namespace of their own ----------------------------------------------------
+
+def _reached(port: int) -> list[str]:
+    """This machine's addresses (127.0.0.1 included) where something accepts on ``port``."""
+    return [address for address in machine_addresses() if port_accepts(port, address)]
+
+
+@NEEDS_NETNS
+def test_by_default_no_one_outside_reaches_the_tasks_and_they_reach_each_other(fake_module):
+    module, env = fake_module
+    env = {**env, "FAKE_BIND": "::"}  # every address, as TensorFlow listens
+    with LocalTFCluster(module, workers=2, env=env) as cluster:
+        cluster.start()
+        port = cluster.port("worker-1")
+        reached = _reached(port)
+        connect = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5)"
+        inside = subprocess.run(["nsenter", f"--target={cluster.group.processes['worker-0'].pid}",
+                                 *(["--user", "--preserve-credentials"] if os.geteuid() else []),
+                                 "--net", sys.executable, "-c", connect], timeout=30)
+        assert (cluster.isolated, cluster.why_not_isolated) == (True, "")
+        assert cluster.table().column("listening on")[1] == (
+            f"[::]:{port} (every address of its own network namespace)")
+        assert cluster.command_of("worker-1")[0] == sys.executable  # what it runs, as shown
+        pids = _pids(cluster)
+    assert reached == [] and inside.returncode == 0, (reached, inside)
+    assert len(pids) == 3 and not any(_alive(p) for p in pids)  # the holder ended too
+    with LocalTFCluster(module, workers=1, env=env, isolate=False) as cluster:
+        cluster.start()  # the same task outside a namespace: reached on every address
+        assert _reached(cluster.port("worker-0")) == machine_addresses()
+        assert cluster.why_not_isolated == "isolate=False" and cluster.netns.processes == {}
+
+
+@NEEDS_NETNS
+def test_in_a_namespace_a_stranger_on_the_port_cannot_get_in_the_way(fake_module):
+    module, env = fake_module
+    with LocalTFCluster(module, workers=1, env=env) as cluster, socket.socket() as stranger:
+        stranger.bind(("127.0.0.1", cluster.port("worker-0")))
+        stranger.listen()
+        cluster.start()  # its task listens on the same port, in its own network
+        assert cluster.table().column("listening on") == [cluster.address("worker-0")]
+
+
+@NEEDS_NETNS
+def test_tasks_started_later_join_the_namespace_of_those_running(fake_module):
+    module, env = fake_module
+    with LocalTFCluster(module, workers=3, env=env, isolate=True) as cluster:
+        cluster.start(["worker-0", "worker-1"])
+        cluster.start(["worker-2"])
+        cluster.restart("worker-0")
+        networks = {os.readlink(f"/proc/{p.pid}/ns/net") for p in cluster.group.processes.values()}
+        assert len(networks) == 1 and networks != {os.readlink("/proc/self/ns/net")}
+
+
+@NEEDS_NETNS
+def test_a_task_left_for_this_process_to_play_leaves_the_cluster_reachable(fake_module):
+    module, env = fake_module
+    with LocalTFCluster(module, workers=2, env=env) as cluster:
+        cluster.start(["worker-0"])  # as ParameterServerStrategy's chief, played by a notebook
+        assert cluster.why_not_isolated == ("worker-1 left out of start(), for this process "
+                                            "to play, which must connect to the others")
+        assert port_accepts(cluster.port("worker-0"))  # as the chief must
+
+
+@pytest.fixture(params=["unshare", "nsenter"])
+def refused(request, tmp_path, monkeypatch):
+    """``unshare`` (making a namespace) or ``nsenter`` (entering one) failing as where they
+    are forbidden (a container's seccomp profile, a policy); what it says."""
+    said = f"{request.param}: {request.param} failed: Operation not permitted"
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / request.param).write_text(f"#!/bin/sh\necho '{said}' >&2\nexit 1\n")
+    (tmp_path / "bin" / request.param).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    isolation_problem.cache_clear()
+    yield said
+    isolation_problem.cache_clear()
+
+
+def test_where_namespaces_are_refused_the_cluster_runs_without_and_says_why(fake_module,
+                                                                            refused):
+    module, env = fake_module
+    with LocalTFCluster(module, workers=1, env=env) as cluster:
+        cluster.start()
+        assert (cluster.isolated, cluster.why_not_isolated) == (False, refused)
+        assert cluster.group.processes["worker-0"].args == cluster.command_of("worker-0")
+        assert cluster.table().column("listening on") == [cluster.address("worker-0")]
+        assert cluster.netns.processes == {}
+    with pytest.raises(RuntimeError, match="isolate=True, but the tasks cannot get a network "
+                                           f"namespace of their own here: {refused}"):
+        LocalTFCluster(module, workers=1, env=env, isolate=True).start()
+    assert not [p for p in leftover_processes() if "loopback up" in p]  # the probe's holder
+
+
+@pytest.mark.parametrize("value", ["yes", 1, 0])
+def test_isolate_is_none_true_or_false(value):
+    with pytest.raises(ValueError, match="isolate must be one of None, False, True"):
+        LocalTFCluster("json.tool", workers=1, isolate=value)
+
+
 # -- the real TensorFlow server ------------------------------------------------------------
 
 def test_tf_server_task_serves_until_stopped():
@@ -429,11 +538,16 @@ def test_tf_server_task_serves_until_stopped():
         assert f"ps:0 serving at grpc://{cluster.address('ps-0')}" in cluster.logs()["ps-0"]
         # TensorFlow listens on every address whatever TF_CONFIG says: the table shows it
         listening_on = cluster.table().column("listening on")
+        where = "every address of its own network namespace" if cluster.isolated else (
+            "every address")
         for task, listening in zip(cluster.task_names(), listening_on, strict=True):
-            everywhere = {f"0.0.0.0:{cluster.port(task)} (every address)",
-                          f"[::]:{cluster.port(task)} (every address)"}
+            everywhere = {f"0.0.0.0:{cluster.port(task)} ({where})",
+                          f"[::]:{cluster.port(task)} ({where})"}
             assert set(listening.split(", ")) & everywhere, listening
             assert "127.0.0.1" not in listening
+        # and there, no one outside its namespace can connect
+        reached = [_reached(cluster.port(task)) for task in cluster.task_names()]
+        assert reached == [[], []] or not cluster.isolated, reached
         pids = _pids(cluster)
     assert not any(_alive(p) for p in pids)
     assert cluster.table().column("listening on") == ["", ""]
