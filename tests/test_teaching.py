@@ -145,6 +145,9 @@ def test_a_profile_run_fills_its_own_column_and_keeps_the_others():
     assert "| 00 | 0.1 | 0.1 |" in text and "| 05 | 0.3 | 1.5 |" in text, text
     assert "`laptop`: `make run PROFILE=laptop` on 2030-05-06, Test CPU (2 logical CPUs)" in text
     assert "`ci`: `make run PROFILE=ci` on 2030-01-01" in text and text.endswith("after\n")
+    newer = {**profile_run(), "runs": [*profile_run()["runs"],
+                                       {"notebook": "14_new", "status": "ok", "seconds": 30.0}]}
+    assert "| 14 |  | 0.5 |" in teaching.update_profile(PROFILES, newer)  # a row of its own
     again = teaching.update_profile(text, profile_run())  # a second run replaces, not appends
     assert again.count("`laptop`:") == 1 and again.count("laptop (min)") == 1
 

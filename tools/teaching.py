@@ -212,9 +212,9 @@ def update_profile(text: str, run: dict) -> str:
             cells.append("")
     k = header.index(column)
     for r in run["runs"]:
-        number = r["notebook"][:2]
-        if number in rows:
-            rows[number][k] = f"{r['seconds'] / 60:.1f}"
+        number = r["notebook"][:2]  # a notebook new to the table gets a row of its own
+        rows.setdefault(number, [number] + [""] * (len(header) - 1))[k] = (
+            f"{r['seconds'] / 60:.1f}")
     total = sum(r["seconds"] for r in run["runs"]) / 60
     notes = [n for n in notes if not n.startswith(f"- `{profile}`:")] + [
         f"- `{profile}`: `make run PROFILE={profile}` on {run['date']}, "
