@@ -19,7 +19,11 @@ def executed_like():
         widgets={"application/vnd.jupyter.widget-state+json": {"state": {}}},
         papermill={"start_time": "2030-01-01T00:00:00"})
     code = nbformat.v4.new_code_cell("print(1)", execution_count=1, outputs=[
-        nbformat.v4.new_output("stream", text="1\n")])
+        nbformat.v4.new_output("stream", text="1\n"),
+        nbformat.v4.new_output("display_data", data={
+            "application/vnd.jupyter.widget-view+json": {"model_id": "9f2c", "version_major": 2,
+                                                         "version_minor": 0},
+            "text/plain": "HBox(children=(IntSlider(value=8),))"})])
     code.metadata.update(execution={"iopub.execute_input": "2030-01-01T00:00:00.1Z"},
                          ExecuteTime={"end_time": "2030"}, papermill={"duration": 0.1},
                          tags=["keep-me"])
@@ -31,7 +35,8 @@ def test_every_volatile_field_is_found():
     found = hygiene.volatile_fields(executed_like())
     assert found == ["metadata.papermill", "metadata.widgets", "metadata.language_info.version",
                      "metadata.kernelspec ('Python 3 (series)')",
-                     "cell 2 metadata: execution, ExecuteTime, papermill"]
+                     "cell 2 metadata: execution, ExecuteTime, papermill",
+                     "cell 2 output: a widget view"]
 
 
 def test_fix_strips_them_and_keeps_sources_outputs_and_tags(tmp_path, capsys):
@@ -45,6 +50,7 @@ def test_fix_strips_them_and_keeps_sources_outputs_and_tags(tmp_path, capsys):
     code = fixed["cells"][1]
     assert code["metadata"] == {"tags": ["keep-me"]}
     assert code["outputs"][0]["text"] == ["1\n"] and code["execution_count"] == 1
+    assert len(code["outputs"]) == 1, "the widget view goes, the printed output stays"
     assert fixed["metadata"]["language_info"] == {"name": "python"}
     assert hygiene.main([str(path)]) == 0
 

@@ -1,9 +1,9 @@
 """Keep stored notebooks free of what changes from run to run: ``python -m tools.hygiene``.
 
 A stored notebook is read on GitHub and diffed in review. Execution timestamps, the
-Python patch version, papermill's run records or saved widget state change on every
-run without changing what a reader sees, and they bury the one line that did change
-(a one-line edit of notebook 04 once showed as 216 changed lines of timestamps).
+Python patch version, papermill's run records, saved widget state or a widget's model id
+change on every run without changing what a reader sees, and they bury the one line that
+did change (a one-line edit of notebook 04 once showed as 216 changed lines of timestamps).
 
 ``python -m tools.hygiene`` checks ``notebooks/NN_*.ipynb`` (or the files named) and
 exits 1 naming each volatile field; ``--fix`` removes them in place without touching
@@ -26,6 +26,9 @@ from tools.cells import add_notebooks_argument, chosen_notebooks
 VOLATILE_CELL_KEYS = ("execution", "ExecuteTime", "papermill", "trusted")
 #: Notebook metadata written by a run: papermill's record and saved widget state.
 VOLATILE_NOTEBOOK_KEYS = ("papermill", "widgets")
+#: A displayed widget's output: a model id drawn afresh each run, and nothing a page without
+#: a kernel can show (calculators draw their figure as a plain output beside it).
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 #: The kernel every stored notebook names (an environment's own display name is local).
 KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
 
@@ -42,6 +45,8 @@ def volatile_fields(nb: dict[str, Any]) -> list[str]:
         keys = [k for k in VOLATILE_CELL_KEYS if k in cell.get("metadata", {})]
         if keys:
             found.append(f"cell {index + 1} metadata: {', '.join(keys)}")
+        if any(WIDGET_VIEW in o.get("data", {}) for o in cell.get("outputs", [])):
+            found.append(f"cell {index + 1} output: a widget view")
     return found
 
 
@@ -56,6 +61,8 @@ def strip_volatile(nb: dict[str, Any]) -> None:
     for cell in nb.get("cells", []):
         for key in VOLATILE_CELL_KEYS:
             cell.get("metadata", {}).pop(key, None)
+        if "outputs" in cell:
+            cell["outputs"] = [o for o in cell["outputs"] if WIDGET_VIEW not in o.get("data", {})]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,131 @@
+"""Calculators a class can drag: a figure drawn from a few numbers, and a control for each.
+
+A formula is easier to believe once you have moved its inputs and watched the answer move.
+Every calculator of the series needs the same scaffold, so it lives here; the formulas
+stay in the notebooks' cells, where they are taught, and come in as ``draw``:
+
+* the figure for the default values is drawn first, as an ordinary output, so that GitHub,
+  nbval and a reader without a running kernel see a picture, not an empty widget box;
+* below it, when ``ipywidgets`` is installed and a front end shows widgets (JupyterLab,
+  Jupyter Notebook, VS Code, Colab), one control per input redraws the figure on change.
+
+``draw`` takes the inputs as keyword arguments and returns a matplotlib figure::
+
+    calculator(draw_bubble, p=slider(4, 2, 16), m=slider(8, 1, 64),
+               schedule=choice("1F1B", "GPipe", "1F1B"))
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+@dataclass(frozen=True)
+class Control:
+    """One input of a calculator: a slider over numbers, or a choice among options."""
+
+    default: float | str
+    low: float | None = None
+    high: float | None = None
+    step: float | None = None
+    options: tuple[str, ...] = ()
+    log: bool = False  # a slider over powers of ten, for sizes that span decades
+
+    def widget(self, name: str) -> Any:
+        """The ipywidgets control for this input, labelled ``name``."""
+        import ipywidgets as w  # noqa: PLC0415  (optional: the static figure needs none)
+
+        style = {"description_width": "initial"}
+        if self.options:
+            return w.Dropdown(options=list(self.options), value=self.default, description=name,
+                              style=style)
+        if self.log:
+            import math  # noqa: PLC0415
+
+            return w.FloatLogSlider(value=self.default, min=math.log10(self.low),
+                                    max=math.log10(self.high), step=self.step, description=name,
+                                    style=style)
+        whole = all(float(v).is_integer() for v in (self.default, self.low, self.high, self.step))
+        kind = w.IntSlider if whole else w.FloatSlider
+        cast = int if whole else float
+        return kind(value=cast(self.default), min=cast(self.low), max=cast(self.high),
+                    step=cast(self.step), description=name, style=style)
+
+
+def slider(default: float, low: float, high: float, step: float = 1, *,
+           log: bool = False) -> Control:
+    """A numeric input from ``low`` to ``high``; ``log=True`` moves by factors (``step``
+    is then in powers of ten: 0.25 moves by 10 ** 0.25)."""
+    if not low <= default <= high:
+        raise ValueError(f"slider default {default} is outside [{low}, {high}]: "
+                         f"choose a default inside the range")
+    if step <= 0 or (log and low <= 0):
+        raise ValueError(f"slider needs step > 0 (got {step}) and, on a log scale, "
+                         f"low > 0 (got {low})")
+    return Control(default, low, high, step, log=log)
+
+
+def choice(default: str, *options: str) -> Control:
+    """An input that takes one of ``options`` (a drop-down list)."""
+    if default not in options:
+        raise ValueError(f"choice default {default!r} is not among the options {options}")
+    return Control(default, options=tuple(options))
+
+
+def check_controls(draw: Callable[..., Figure], controls: dict[str, Control]) -> None:
+    """Fail early, naming the mismatch, when the controls and ``draw``'s parameters differ."""
+    params = inspect.signature(draw).parameters
+    missing = [n for n, p in params.items() if p.default is inspect.Parameter.empty
+               and p.kind is not inspect.Parameter.VAR_KEYWORD and n not in controls]
+    unknown = [n for n in controls if n not in params]
+    if missing or unknown:
+        raise TypeError(f"{draw.__name__} takes {list(params)}; the controls give "
+                        f"{list(controls)} (missing {missing}, unknown {unknown})")
+
+
+def calculator(draw: Callable[..., Figure], *, interactive: bool = True,
+               **controls: Control) -> Figure:
+    """Show controls for ``controls``, then ``draw(**defaults)`` as a plain figure that the
+    controls redraw in place.
+
+    The figure is an ordinary display output (updated through its display id), not a
+    widget: a page without a kernel shows it as it was stored. Returns the default figure,
+    so a cell can save it or check what it shows. With ``interactive=False``, or without
+    ipywidgets, only the default figure is shown.
+    """
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+    from IPython.display import display  # noqa: PLC0415
+
+    check_controls(draw, controls)
+    figure = draw(**{name: c.default for name, c in controls.items()})
+    plt.close(figure)
+    widgets = None
+    if interactive:
+        try:
+            import ipywidgets  # noqa: PLC0415
+        except ImportError:
+            print("The figure below is for the default values: install ipywidgets "
+                  "(pip install ipywidgets) to drag them.")
+        else:
+            widgets = {name: c.widget(name) for name, c in controls.items()}
+            display(ipywidgets.HBox(list(widgets.values()),
+                                    layout=ipywidgets.Layout(flex_flow="row wrap")))
+    shown = display(figure, display_id=True)
+    if widgets:
+        def redraw(_change: Any = None) -> None:
+            fig = draw(**{name: box.value for name, box in widgets.items()})
+            plt.close(fig)
+            shown.update(fig)
+
+        for box in widgets.values():
+            box.observe(redraw, names="value")
+    return figure
+
+
+__all__: Sequence[str] = ["Control", "calculator", "check_controls", "choice", "slider"]

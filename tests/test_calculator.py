@@ -1,0 +1,99 @@
+"""The calculators' scaffold: the default figure is a plain output, controls redraw it."""
+
+import sys
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+from helpers import calculator as calc  # noqa: E402
+
+
+def draw_line(slope, intercept=0.0, colour="C0"):
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [intercept, intercept + slope], color=colour)
+    ax.set_title(f"slope {slope}")
+    return fig
+
+
+@pytest.fixture
+def shown(monkeypatch):
+    """What the calculator hands to IPython's display, in order."""
+    seen = []
+
+    class Handle:
+        def __init__(self, obj):
+            self.objects = [obj]
+
+        def update(self, obj):
+            self.objects.append(obj)
+
+    def display(obj, display_id=False):
+        seen.append(obj)
+        if display_id:
+            handle = Handle(obj)
+            seen.append(handle)
+            return handle
+        return None
+
+    import IPython.display  # noqa: PLC0415
+
+    monkeypatch.setattr(IPython.display, "display", display)
+    return seen
+
+
+def test_the_default_figure_is_drawn_from_the_defaults_without_widgets(shown):
+    fig = calc.calculator(draw_line, interactive=False, slope=calc.slider(2, 0, 5))
+    assert fig.axes[0].get_title() == "slope 2"
+    assert shown[0] is fig, "the default figure is a plain display output"
+
+
+def test_controls_redraw_the_figure_in_place(shown):
+    pytest.importorskip("ipywidgets")
+    calc.calculator(draw_line, slope=calc.slider(2, 0, 5),
+                    colour=calc.choice("C0", "C0", "C1"))
+    box, handle = shown[0], shown[-1]
+    slope, colour = box.children
+    assert (slope.value, slope.min, slope.max, colour.value) == (2, 0, 5, "C0")
+    slope.value = 4
+    colour.value = "C1"
+    titles = [f.axes[0].get_title() for f in handle.objects]
+    assert titles == ["slope 2", "slope 4", "slope 4"]
+    assert handle.objects[-1].axes[0].lines[0].get_color() == "C1"
+
+
+def test_log_and_float_sliders():
+    pytest.importorskip("ipywidgets")
+    import ipywidgets  # noqa: PLC0415
+
+    assert isinstance(calc.slider(1e6, 1e3, 1e9, 0.25, log=True).widget("bytes"),
+                      ipywidgets.FloatLogSlider)
+    assert isinstance(calc.slider(0.5, 0, 1, 0.1).widget("x"), ipywidgets.FloatSlider)
+    assert isinstance(calc.slider(3, 1, 8).widget("n"), ipywidgets.IntSlider)
+
+
+def test_without_ipywidgets_the_figure_still_shows_and_says_how_to_drag(shown, monkeypatch,
+                                                                       capsys):
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)  # makes the import fail
+    fig = calc.calculator(draw_line, slope=calc.slider(1, 0, 5))
+    assert shown[0] is fig
+    assert "install ipywidgets" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: calc.slider(9, 0, 5), "outside"),
+    (lambda: calc.slider(1, 0, 5, step=0), "step > 0"),
+    (lambda: calc.slider(1, 0, 5, 0.1, log=True), "low > 0"),
+    (lambda: calc.choice("bf16", "fp32", "fp16"), "not among"),
+])
+def test_bad_input_controls_say_what_to_change(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_bad_input_controls_that_do_not_match_the_formula_are_named():
+    with pytest.raises(TypeError, match=r"missing \['slope'\], unknown \['slop'\]"):
+        calc.calculator(draw_line, slop=calc.slider(1, 0, 5))
