@@ -21,7 +21,8 @@ TAUGHT = {
            "parameter_server_seconds", "ring_allreduce_seconds"],
     "11": ["naive_allreduce_bytes", "ring_allreduce_bytes", "slowest", "round_trips"],
     "12": ["matmul_cost", "elementwise_cost", "OpPoint", "Roofline", "critical_batch",
-           "critical_batch_from_rates", "overlap_bounds", "accumulation_seconds"],
+           "critical_batch_from_rates", "overlap_bounds", "accumulation_seconds", "noise_scale",
+           "steps_and_examples", "layer_flops", "mfu", "Accelerator", "dp_threshold"],
     "13": ["zero_bytes_per_replica", "bubble_fraction", "run_gpipe", "TrainingMemory",
            "MemorySteps", "replayed_bubble", "waiting_share"],
     "14": ["bytes_per_parameter", "float16_losses", "dynamic_scale", "reduce_scatter",
@@ -111,6 +112,19 @@ def test_roofline_and_critical_batch():
         0.001 + 0.01 + 4 * 10 * 1e-5)
     assert nb.accumulation_seconds(4, 10, compute, 0.01, accumulate=False) == pytest.approx(
         4 * (0.0011 + 0.01))
+
+
+def test_noise_scale_and_the_steps_examples_trade_off():
+    nb = lesson("12", np=np)  # the notebook imports NumPy in a cell of its own
+    # |G|^2 = 2 and tr(Sigma) = 100: a batch of B has E|G_B|^2 = 2 + 100 / B
+    signal, trace, b_simple = nb.noise_scale([2 + 100 / 10, 2 + 100 / 10], [2 + 100 / 100], 10, 100)
+    assert (signal, trace, b_simple) == pytest.approx((2, 100, 50))
+    for batch in (5, 50, 500):
+        steps, examples = nb.steps_and_examples(batch, 50)
+        assert (steps - 1) * (examples - 1) == pytest.approx(1)  # the paper's trade-off
+    assert nb.steps_and_examples(50, 50) == (2, 2)
+    assert nb.dp_threshold(3e12, 1e9) == pytest.approx(4000)
+    assert nb.mfu(1e9, 0.5, 4e9) == pytest.approx(0.5)
 
 
 def test_zero_reproduces_the_papers_example():
