@@ -5,7 +5,8 @@ teaches it, and each part here says which.
   and ring all-reduce (derived in notebook 10, reused in 11 and 12);
 * the byte counter of a hand-written collective (:class:`Traffic`, notebooks 11 and 13);
 * what each layer of a Keras model costs (notebook 13 and the step-timing worker of 12);
-  notebook 13 writes where the memory of training goes, and ZeRO's arithmetic, in its cells.
+  notebook 13 writes where the memory of training goes, and ZeRO's arithmetic, in its cells;
+* ZeRO's bytes per replica (derived in notebook 13, reused in 14).
 """
 
 from __future__ import annotations
@@ -179,3 +180,21 @@ def training_flops_per_example(costs: list[LayerCost]) -> float:
     """Forward plus backward FLOPs per example: about three forward passes (the backward pass
     computes two products per layer, for the input's and the weights' gradients)."""
     return 3.0 * sum(c.flops for c in costs)
+
+
+# -- ZeRO's model-state bytes per replica, as notebook 13 derives them (reused in 14).
+
+
+def zero_bytes_per_replica(params: float, replicas: int, stage: int, weight_bytes: float = 2,
+                           grad_bytes: float = 2, optimizer_bytes: float = 12) -> float:
+    """Model-state bytes per replica under ZeRO ``stage`` (0: plain data parallelism).
+
+    Stage 1 shards the optimizer's states over the ``replicas``, stage 2 the gradients too,
+    stage 3 the weights too. The defaults are the ZeRO paper's mixed precision with Adam:
+    16-bit weights and gradients, and 12 bytes of float32 master weights and Adam's two states.
+    """
+    n = replicas
+    weights = params * weight_bytes / (n if stage >= 3 else 1)
+    grads = params * grad_bytes / (n if stage >= 2 else 1)
+    states = params * optimizer_bytes / (n if stage >= 1 else 1)
+    return weights + grads + states

@@ -24,12 +24,13 @@ TAUGHT = {
            "critical_batch_from_rates", "overlap_bounds", "accumulation_seconds", "noise_scale",
            "steps_and_examples", "layer_flops", "mfu", "Accelerator", "dp_threshold"],
     "13": ["zero_bytes_per_replica", "bubble_fraction", "run_gpipe", "TrainingMemory",
-           "MemorySteps", "replayed_bubble", "waiting_share"],
+           "MemorySteps", "replayed_bubble", "waiting_share", "gpipe_order", "run_pipeline",
+           "one_f_one_b_order", "run_1f1b", "step_needs"],
     "14": ["bytes_per_parameter", "float16_losses", "dynamic_scale", "reduce_scatter",
-           "all_gather", "zero_held_bytes", "zero_sent_bytes", "memory_per_device", "Held"],
+           "all_gather", "zero_sent_bytes", "memory_per_device", "Held"],
 }
 #: What later notebooks reuse: the package keeps one copy, with a pointer to its notebook.
-REUSED = {"parameter_server_seconds", "ring_allreduce_seconds"}
+REUSED = {"parameter_server_seconds", "ring_allreduce_seconds", "zero_bytes_per_replica"}
 LINK = AlphaBeta(1e-4, 1e-9, "test")
 
 
@@ -150,3 +151,37 @@ def test_gpipe_order_its_replay_and_its_waiting():
     uneven = Timeline(2, 1, [Span(0, 0, "F", 0.0, 1.0), Span(1, 0, "F", 1.0, 4.0),
                              Span(1, 0, "B", 4.0, 5.0), Span(0, 0, "B", 5.0, 6.0)])
     assert nb.replayed_bubble(uneven) == pytest.approx(0.5) and nb.waiting_share(uneven) == 0
+
+
+def test_1f1b_order_what_it_holds_and_its_replay():
+    """1F1B's steps and the activations each stage holds, counted (no timing)."""
+    nb = lesson("13", Span=Span, Timeline=Timeline)
+    assert [nb.one_f_one_b_order(3, 4, s) for s in range(3)] == [
+        "FFFBFBBB", "FFBFBFBB", "FBFBFBFB"]  # p - s - 1 warm-up forwards
+    assert nb.one_f_one_b_order(3, 1, 0) == "FB"  # fewer micro-batches than warm-up steps
+    stages = [lambda x: (x, x)] * 3, [lambda saved, dy: dy] * 3
+    t = nb.run_1f1b(*stages, [1, 2, 3, 4], lambda y, j: y)
+    assert t.held == [3, 2, 1]  # stage s: p - s micro-batches at most
+    assert nb.run_gpipe(*stages, [1, 2, 3, 4], lambda y, j: y).held == [4, 4, 4]  # all of them
+    first = [s.microbatch for s in t.spans if s.stage == 0 and s.phase == "B"]
+    assert first == [0, 1, 2, 3]  # the oldest micro-batch's backward first
+    # 1F1B on two stages, steps of 1 s, the second forward on stage 1 started 0.5 s late
+    late = Timeline(2, 2, [Span(0, 0, "F", 0, 1), Span(0, 1, "F", 1, 2), Span(1, 0, "F", 1, 2),
+                           Span(1, 0, "B", 2, 3), Span(0, 0, "B", 3, 4), Span(1, 1, "F", 3.5, 4.5),
+                           Span(1, 1, "B", 4.5, 5.5), Span(0, 1, "B", 5.5, 6.5)])
+    assert nb.replayed_bubble(late) == pytest.approx(1 - 8 / (2 * 6))  # (p - 1) / (m + p - 1)
+    assert nb.waiting_share(late) == pytest.approx(0.5 / (2 * 6.5))
+
+
+def test_notebook_13_zero_bytes_match_the_package_copy():
+    """Notebook 14 reuses notebook 13's ZeRO formula from helpers.costs."""
+    from helpers import costs
+
+    nb = lesson("13", "zero_bytes_per_replica")
+    for params in (26124, 7.5e9):
+        for n in (1, 4, 64):
+            for stage in range(4):
+                assert nb.zero_bytes_per_replica(params, n, stage) == pytest.approx(
+                    costs.zero_bytes_per_replica(params, n, stage))
+                assert nb.zero_bytes_per_replica(params, n, stage, 4, 4, 8) == pytest.approx(
+                    costs.zero_bytes_per_replica(params, n, stage, 4, 4, 8))
