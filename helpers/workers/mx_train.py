@@ -6,6 +6,10 @@ global batch on the servers) or ``dist_async`` (each gradient applied as it arri
 Each step is timed in two parts: compute (plus ``--slow-ms`` of sleep on worker
 ``--slow-rank``, a slower device) and communication (``trainer.step``: push, update,
 pull). ``--compute-batches`` and ``--sizes-kb`` time compute and round trips alone.
+``--step-digests`` hashes the weights after every step (were they identical at each one?);
+``--save-weights`` keeps rank 0's weights before and after the first step and before and
+after the last, so runs with different worker counts can be compared number by number,
+against what one step changes.
 """
 
 import argparse
@@ -51,19 +55,23 @@ def main(argv: list[str] | None = None) -> None:
     say(kv, f"{type(ctx).__name__} {ctx}, {n} worker(s), {param_bytes} bytes of parameters "
             f"in {len(params)} arrays")
 
-    compute_by_batch = time_compute(mx, net, loss_fn, x, y, args.compute_batches, ctx)
+    compute_samples = time_compute_samples(mx, net, loss_fn, x, y, args.compute_batches, ctx)
+    compute_by_batch = {b: statistics.median(s) for b, s in compute_samples.items()}
     trainer = mx.gluon.Trainer(params, "sgd", {"learning_rate": args.lr}, kvstore=kv)
 
     order = np.random.default_rng(args.seed).permutation(len(x))
     sync = args.kvstore == "dist_sync"
     local_batch = len(range(rank, args.global_batch, n))
-    compute_s, comm_s, losses = [], [], []
+    compute_s, comm_s, losses, step_digests = [], [], [], []
+    saved: dict[str, Any] = {}  # --save-weights: snapshots, outside the timed regions
     loop_start = time.perf_counter()
     for step in range(args.steps):
         if step == args.warmup_steps:
             loop_start = time.perf_counter()
         window = order[(step * args.global_batch + np.arange(args.global_batch)) % len(x)]
         mine = window[rank::n]
+        if args.save_weights and step in (0, args.steps - 1):
+            saved["initial" if step == 0 else "before_last"] = flat_weights(params, ctx)
         data, label = mx.nd.array(x[mine], ctx=ctx), mx.nd.array(y[mine], ctx=ctx)
         t0 = time.perf_counter()
         with mx.autograd.record():
@@ -79,6 +87,10 @@ def main(argv: list[str] | None = None) -> None:
         compute_s.append(t1 - t0)
         comm_s.append(t2 - t1)
         losses.append(float(loss.mean().asscalar()))
+        if args.save_weights and step == 0:
+            saved["first"] = flat_weights(params, ctx)
+        if args.step_digests:  # untimed, after the step's pull
+            step_digests.append(digest(p.data(ctx) for p in params))
         if (step + 1) % args.log_every == 0 or step + 1 == args.steps:
             say(kv, f"step {step + 1}/{args.steps} loss {losses[-1]:.4f} "
                     f"compute {1e3 * (t1 - t0):.1f} ms comm {1e3 * (t2 - t1):.1f} ms")
@@ -93,6 +105,8 @@ def main(argv: list[str] | None = None) -> None:
         kv.pull(i, out=p.data(ctx))
     mx.nd.waitall()
     digest_synced = digest(p.data(ctx) for p in params)
+    if args.save_weights and rank == 0:
+        np.savez(args.save_weights, final=flat_weights(params, ctx), **saved)
     train_loss = float(loss_fn(net(mx.nd.array(x, ctx=ctx)), mx.nd.array(y, ctx=ctx))
                        .mean().asscalar())
     predicted = net(mx.nd.array(x_test, ctx=ctx)).argmax(axis=1).asnumpy()
@@ -109,12 +123,21 @@ def main(argv: list[str] | None = None) -> None:
            compute_s=compute_s[args.warmup_steps:], comm_s=comm_s[args.warmup_steps:],
            losses=losses, train_loss=train_loss, test_accuracy=accuracy,
            weights_sum=weights_sum, digest_last=digest_last, digest_synced=digest_synced,
-           compute_by_batch=compute_by_batch, push_pull=push_pull)
+           compute_by_batch=compute_by_batch, push_pull=push_pull,
+           compute_samples_by_batch=compute_samples, step_digests=step_digests)
 
 
 def time_compute(mx: Any, net: Any, loss_fn: Any, x: Any, y: Any, batches: list[int],
                  ctx: Any, repeat: int = 10, warmup: int = 2) -> dict[str, float]:
     """Median seconds of forward + backward at each per-worker batch size."""
+    samples = time_compute_samples(mx, net, loss_fn, x, y, batches, ctx, repeat, warmup)
+    return {b: statistics.median(s) for b, s in samples.items()}
+
+
+def time_compute_samples(mx: Any, net: Any, loss_fn: Any, x: Any, y: Any, batches: list[int],
+                         ctx: Any, repeat: int = 10, warmup: int = 2) -> dict[str, list[float]]:
+    """Every repeat's seconds of forward + backward at each per-worker batch size: their
+    spread says whether two batch sizes' times differ by more than the timing noise."""
     out = {}
     for b in batches:
         data, label = mx.nd.array(x[:b], ctx=ctx), mx.nd.array(y[:b], ctx=ctx)
@@ -127,8 +150,13 @@ def time_compute(mx: Any, net: Any, loss_fn: Any, x: Any, y: Any, batches: list[
             mx.nd.waitall()
             if r >= warmup:
                 samples.append(time.perf_counter() - start)
-        out[str(b)] = statistics.median(samples)
+        out[str(b)] = samples
     return out
+
+
+def flat_weights(params: list[Any], ctx: Any) -> Any:
+    """Every parameter's values on ``ctx``, flattened into one float32 vector, in order."""
+    return np.concatenate([p.data(ctx).asnumpy().ravel() for p in params])
 
 
 def digest(arrays: Iterable[Any]) -> str:
@@ -156,6 +184,11 @@ def parse_args(argv: list[str] | None = None,
     parser.add_argument("--compute-batches", type=int, nargs="*", default=[])
     parser.add_argument("--sizes-kb", type=int, nargs="*", default=[])
     parser.add_argument("--log-every", type=int, default=10)
+    parser.add_argument("--step-digests", action="store_true",
+                        help="hash the weights after every step")
+    parser.add_argument("--save-weights", default="", metavar="FILE.npz",
+                        help="rank 0 saves its weights before and after the first and the "
+                             "last step")
     args = parser.parse_args(argv)
     check_flags(parser, args,
                 ints={"steps": (1, None), "global_batch": (1, 1 << 20), "hidden": (1, 1 << 16),
