@@ -77,3 +77,20 @@ def test_mx_train_reports_one_array_per_parameter():
     assert record["param_arrays"] == 6  # three Dense layers, a weight and a bias each
     features = 64  # the 8 x 8 digits
     assert record["param_bytes"] == 4 * (features * 16 + 16 + 16 * 16 + 16 + 16 * 10 + 10)
+
+
+def test_mx_train_step_digests_and_saved_weights(tmp_path):
+    """Notebooks 09 and 10 read a hash per step and rank 0's weights around the first and last
+    steps: one digest per step, and four snapshots of every parameter, all different."""
+    import numpy as np  # noqa: PLC0415
+
+    saved = tmp_path / "weights.npz"
+    cluster = train_on_cluster(1, ["--steps", "3", "--warmup-steps", "1", "--global-batch", "8",
+                                   "--hidden", "16", "--step-digests", "--save-weights",
+                                   str(saved)], timeout=120)
+    (record,) = cluster.results()
+    assert len(record["step_digests"]) == 3 and len(set(record["step_digests"])) == 3
+    with np.load(saved) as snapshots:
+        assert len(snapshots.files) >= 4, snapshots.files
+        first, *rest = (snapshots[k] for k in sorted(snapshots.files))
+        assert all(not np.array_equal(first, r) for r in rest if r.shape == first.shape)
