@@ -111,7 +111,6 @@ def main(argv: list[str] | None = None) -> None:
                        .mean().asscalar())
     predicted = net(mx.nd.array(x_test, ctx=ctx)).argmax(axis=1).asnumpy()
     accuracy = float((predicted == digits.y_test).mean())
-    weights_sum = float(sum(p.data(ctx).astype("float64").sum().asscalar() for p in params))
     say(kv, f"done: {args.steps - args.warmup_steps} timed steps in {loop_seconds:.3f} s, "
             f"train loss {train_loss:.4f}, test accuracy {accuracy:.3f}")
 
@@ -122,16 +121,9 @@ def main(argv: list[str] | None = None) -> None:
            loop_seconds=loop_seconds,
            compute_s=compute_s[args.warmup_steps:], comm_s=comm_s[args.warmup_steps:],
            losses=losses, train_loss=train_loss, test_accuracy=accuracy,
-           weights_sum=weights_sum, digest_last=digest_last, digest_synced=digest_synced,
+           digest_last=digest_last, digest_synced=digest_synced,
            compute_by_batch=compute_by_batch, push_pull=push_pull,
            compute_samples_by_batch=compute_samples, step_digests=step_digests)
-
-
-def time_compute(mx: Any, net: Any, loss_fn: Any, x: Any, y: Any, batches: list[int],
-                 ctx: Any, repeat: int = 10, warmup: int = 2) -> dict[str, float]:
-    """Median seconds of forward + backward at each per-worker batch size."""
-    samples = time_compute_samples(mx, net, loss_fn, x, y, batches, ctx, repeat, warmup)
-    return {b: statistics.median(s) for b, s in samples.items()}
 
 
 def time_compute_samples(mx: Any, net: Any, loss_fn: Any, x: Any, y: Any, batches: list[int],
