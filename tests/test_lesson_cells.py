@@ -22,7 +22,7 @@ TAUGHT = {
     "11": ["naive_allreduce_bytes", "ring_allreduce_bytes", "slowest", "round_trips"],
     "12": ["matmul_cost", "elementwise_cost", "OpPoint", "Roofline", "critical_batch",
            "critical_batch_from_rates", "overlap_bounds", "accumulation_seconds", "noise_scale",
-           "steps_and_examples", "layer_flops", "mfu", "Accelerator", "dp_threshold"],
+           "steps_and_examples", "mfu", "Accelerator", "dp_threshold"],
     "13": ["zero_bytes_per_replica", "bubble_fraction", "run_gpipe", "TrainingMemory",
            "MemorySteps", "replayed_bubble", "waiting_share", "gpipe_order", "run_pipeline",
            "one_f_one_b_order", "run_1f1b", "step_needs"],
