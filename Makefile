@@ -1,5 +1,6 @@
 # make lab       : create/update the environment and open JupyterLab at the repository root
-# make test      : create/update the environment and run every test (unit tests and all notebooks)
+# make test      : create/update the environment and run every test (unit tests, all notebooks,
+#                  and the calculators in JupyterLab in a headless Chromium where one is installed)
 # make test-unit : the unit tests alone (a couple of minutes, no notebook kernels)
 # make run       : execute every notebook headless into build/ and write build/REPORT.md;
 #                  it goes on after a failing notebook (PROFILE=laptop runs the laptop sizes)
@@ -62,10 +63,18 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks \
 	  $(ROOT_FLAG) $(LAB_ARGS)
 
-test: $(STAMP)
+# The tests also drive JupyterLab in a headless Chromium: Playwright comes from
+# requirements-browser.txt, Chromium from the system (without one, that check is skipped and
+# says how to get it; .ci/run installs Debian's and makes it required).
+BROWSER_STAMP := $(VENV)/.browser
+$(BROWSER_STAMP): requirements-browser.txt $(STAMP)
+	$(BIN)/python -m pip install -r requirements-browser.txt -c $(CONSTRAINTS)
+	@touch $@
+
+test: $(STAMP) $(BROWSER_STAMP)
 	SERIES_PROFILE=ci $(BIN)/python -m pytest
 
-test-unit: $(STAMP)
+test-unit: $(STAMP) $(BROWSER_STAMP)
 	SERIES_PROFILE=ci $(BIN)/python -m pytest tests
 
 run: $(STAMP)

@@ -18,6 +18,7 @@ stay in the notebooks' cells, where they are taught, and come in as ``draw``:
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -38,7 +39,12 @@ class Control:
     log: bool = False  # a slider over powers of ten, for sizes that span decades
 
     def widget(self, name: str) -> Any:
-        """The ipywidgets control for this input, labelled ``name``."""
+        """The ipywidgets control for this input, labelled ``name``.
+
+        A slider only takes values ``min + k * step``: one whose grid missed the default
+        would move it on the page (1600 to 1664) and redraw a figure that no longer matches
+        the stored one, so the grid is laid through the default, inside ``[low, high]``.
+        """
         import ipywidgets as w  # noqa: PLC0415  (optional: the static figure needs none)
 
         style = {"description_width": "initial"}
@@ -46,16 +52,23 @@ class Control:
             return w.Dropdown(options=list(self.options), value=self.default, description=name,
                               style=style)
         if self.log:
-            import math  # noqa: PLC0415
-
-            return w.FloatLogSlider(value=self.default, min=math.log10(self.low),
-                                    max=math.log10(self.high), step=self.step, description=name,
-                                    style=style)
+            low, high = on_grid(math.log10(self.default), math.log10(self.low),
+                                math.log10(self.high), self.step)
+            return w.FloatLogSlider(value=self.default, min=low, max=high, step=self.step,
+                                    description=name, style=style)
         whole = all(float(v).is_integer() for v in (self.default, self.low, self.high, self.step))
         kind = w.IntSlider if whole else w.FloatSlider
         cast = int if whole else float
-        return kind(value=cast(self.default), min=cast(self.low), max=cast(self.high),
+        low, high = on_grid(self.default, self.low, self.high, self.step)
+        return kind(value=cast(self.default), min=cast(low), max=cast(high),
                     step=cast(self.step), description=name, style=style)
+
+
+def on_grid(default: float, low: float, high: float, step: float) -> tuple[float, float]:
+    """The widest ``[min, max]`` inside ``[low, high]`` whose steps from ``min`` reach
+    ``default`` and end on ``max``."""
+    start = default - math.floor((default - low) / step + 1e-9) * step
+    return start, start + math.floor((high - start) / step + 1e-9) * step
 
 
 def slider(default: float, low: float, high: float, step: float = 1, *,
@@ -128,4 +141,5 @@ def calculator(draw: Callable[..., Figure], *, interactive: bool = True,
     return figure
 
 
-__all__: Sequence[str] = ["Control", "calculator", "check_controls", "choice", "slider"]
+__all__: Sequence[str] = ["Control", "calculator", "check_controls", "choice", "on_grid",
+                          "slider"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import symtable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -54,3 +55,52 @@ def lesson(number: str, *names: str, **context: Any) -> SimpleNamespace:
         if any(isinstance(node, ast.FunctionDef | ast.ClassDef) for node in body):
             exec(compile(ast.Module(body, []), str(notebook(number)), "exec"), namespace)  # noqa: S102
     return SimpleNamespace(**namespace)
+
+
+
+
+def _defines(node: ast.stmt) -> set[str]:
+    """The names a top-level statement binds: imports, def, class and plain assignments."""
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    if isinstance(node, ast.FunctionDef | ast.ClassDef):
+        return {node.name}
+    if isinstance(node, ast.Assign | ast.AnnAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return set()
+
+
+def _uses(source: str) -> set[str]:
+    """The global names ``source`` reads: at its top level, and inside its functions the
+    names that are neither their own locals nor an enclosing function's."""
+    def walk(table: symtable.SymbolTable, top: bool) -> set[str]:
+        names = {s.get_name() for s in table.get_symbols()
+                 if s.is_referenced() and (top or s.is_global())}
+        return names.union(*(walk(child, False) for child in table.get_children()))
+
+    return walk(symtable.symtable(source, "cell", "exec"), True)
+
+
+def cell_with_context(number: str, marker: str) -> str:
+    """The first code cell containing ``marker``, after the earlier top-level statements it
+    needs, followed name by name (each name's last binding before it), in cell order: what
+    that cell runs on without the rest of the notebook."""
+    cells = [c for c in json.loads(notebook(number).read_text(encoding="utf-8"))["cells"]
+             if c["cell_type"] == "code"]
+    sources = ["\n".join(line for line in "".join(c["source"]).splitlines()
+                         if not line.lstrip().startswith(("%", "!"))) for c in cells]
+    target = next(i for i, s in enumerate(sources) if marker in s)
+    earlier = []  # (source of one top-level statement, decorators included; names it binds)
+    for source in sources[:target]:
+        lines = source.splitlines()
+        for node in ast.parse(source).body:
+            start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+            earlier.append(("\n".join(lines[start - 1:node.end_lineno]), _defines(node)))
+    wanted, chosen = _uses(sources[target]), set()
+    while found := {i for i, (_, binds) in enumerate(earlier) if i not in chosen
+                    and any(name in binds and not any(name in later for _, later in
+                                                      earlier[i + 1:]) for name in wanted)}:
+        chosen |= found
+        wanted |= set().union(*(_uses(earlier[i][0]) for i in found))
+    return "\n\n".join([*(earlier[i][0] for i in sorted(chosen)), sources[target]])

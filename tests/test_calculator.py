@@ -1,5 +1,6 @@
 """The calculators' scaffold: the default figure is a plain output, controls redraw it."""
 
+import math
 import sys
 
 import matplotlib
@@ -97,3 +98,24 @@ def test_bad_input_controls_say_what_to_change(make, message):
 def test_bad_input_controls_that_do_not_match_the_formula_are_named():
     with pytest.raises(TypeError, match=r"missing \['slope'\], unknown \['slop'\]"):
         calc.calculator(draw_line, slop=calc.slider(1, 0, 5))
+
+
+@pytest.mark.parametrize("control, grid", [
+    (calc.slider(1600, 256, 12288, 128), (320, 12224)),  # 256 + k * 128 misses 1600
+    (calc.slider(2, 0, 5), (0, 5)),
+    (calc.slider(0.3, 0, 1, 0.25), (0.05, 0.8)),
+])
+def test_the_slider_grid_goes_through_the_default(control, grid):
+    pytest.importorskip("ipywidgets")
+    box = control.widget("x")
+    assert (box.min, box.max) == pytest.approx(grid)
+    assert ((box.value - box.min) / box.step) == pytest.approx(round((box.value - box.min)
+                                                                     / box.step))
+
+
+def test_a_log_slider_grid_goes_through_the_default():
+    pytest.importorskip("ipywidgets")
+    box = calc.slider(102.4, 0.01, 10_000, 0.25, log=True).widget("MB")
+    steps = (math.log10(102.4) - box.min) / box.step
+    assert steps == pytest.approx(round(steps)), f"{steps} steps from min to the default"
+    assert math.log10(0.01) <= box.min and box.max <= 4 + 1e-12, (box.min, box.max)

@@ -1,0 +1,275 @@
+"""The calculators as a learner meets them: JupyterLab 4 in a headless Chromium.
+
+``test_calculator.py`` checks the scaffold against a fake ``display``. This file checks
+what only a real front end can show: that the stored default figure of each calculator
+renders on a page with no kernel, and that in a running kernel the ipywidgets controls
+appear (JupyterLab loads ipywidgets' own extension) and moving one redraws the figure.
+
+It needs Chromium (Debian: ``apt-get install chromium``, or ``$SERIES_CHROMIUM`` naming
+the browser) and Playwright (``requirements-browser.txt``, which ``make test`` installs).
+Without Chromium the tests are skipped, saying so; with ``SERIES_REQUIRE_BROWSER=1`` (CI)
+they fail instead. JupyterLab listens on 127.0.0.1 with a random token, and is stopped,
+with its kernels, whatever the outcome.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+from lesson_cells import cell_with_context, notebook
+
+from helpers.processes import ProcessGroup, free_port, poll_until
+
+CALCULATORS = ("10", "12", "13", "14")
+LIVE = ("10", "13", "14")  # 12's figure needs section 1's measurements: stored figure only
+MARKER = "from helpers.calculator import"
+# The probe's flags: without the background-networking ones Chromium keeps dialling out.
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync"]
+
+
+def needed(what: str) -> None:
+    """Skip, saying how to get ``what``; under ``SERIES_REQUIRE_BROWSER=1`` (CI), fail."""
+    if os.environ.get("SERIES_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"SERIES_REQUIRE_BROWSER=1 and {what}")
+    pytest.skip(f"the JupyterLab check needs what is missing: {what}")
+
+
+def chromium() -> str:
+    found = os.environ.get("SERIES_CHROMIUM") or next(
+        filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
+    if not found:
+        needed("no Chromium: apt-get install chromium, or set SERIES_CHROMIUM to a Chromium "
+               "or Chrome executable")
+    return found
+
+
+def kernels_of(server) -> list[psutil.Process]:
+    return psutil.Process(server.pid).children(recursive=True)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server on 127.0.0.1 serving a scratch folder, and what the tests need
+    to reach it; afterwards, the server and every kernel it started have ended."""
+    browser = chromium()
+    try:
+        import playwright  # noqa: F401, PLC0415
+    except ImportError:
+        needed("no Playwright: make test installs requirements-browser.txt")
+    root = tmp_path_factory.mktemp("lab")
+    home = tmp_path_factory.mktemp("jupyter-home")  # none of the user's settings or workspaces
+    port, token = free_port(), secrets.token_hex(16)
+    env = {"JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_RUNTIME_DIR": str(home / "run"),
+           "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+           "MPLBACKEND": "module://matplotlib_inline.backend_inline"}  # as a kernel of make lab
+    with ProcessGroup("jupyterlab") as group:
+        server = group.start("jupyterlab", [
+            sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
+            "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"], env=env)
+        group.wait_for_port(server, port, timeout=90)
+        kernels: set[psutil.Process] = set()
+        try:
+            yield {"url": f"http://127.0.0.1:{port}", "token": token, "root": root,
+                   "browser": browser, "server": server, "kernels": kernels}
+        finally:
+            kernels.update(kernels_of(server))
+            group.stop(grace=10)  # SIGTERM: the server shuts its kernels down first
+            _, left = psutil.wait_procs(kernels, timeout=10)
+            for kernel in left:
+                kernel.kill()
+            assert not left, f"kernels still running after JupyterLab stopped: {left}"
+
+
+@pytest.fixture(scope="module")
+def page(lab):
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=lab["browser"], args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(60_000)
+            yield page
+        finally:
+            browser.close()
+
+
+def open_notebook(page, lab, name: str) -> None:
+    page.goto(f"{lab['url']}/lab/tree/{name}?reset&token={lab['token']}")
+    page.wait_for_function(
+        "() => { const w = window.jupyterapp && jupyterapp.shell.currentWidget;"
+        " return w && w.context && w.context.isReady && w.content && w.content.widgets; }")
+
+
+def mark_calculator_cell(page) -> None:
+    """Scroll the notebook to the calculator's cell (JupyterLab renders a long notebook's
+    cells as they come into view) and mark it for the locators."""
+    page.evaluate("""async (marker) => {
+        const nb = jupyterapp.shell.currentWidget.content;
+        const i = nb.widgets.findIndex(c => c.model.sharedModel.getSource().includes(marker));
+        if (i < 0) throw new Error('no calculator cell');
+        await nb.scrollToItem(i);
+        nb.widgets[i].node.setAttribute('data-calculator', 'yes');
+    }""", MARKER)
+
+
+def figure_source(page) -> str:
+    image = page.locator("[data-calculator] .jp-OutputArea-output img").last
+    image.wait_for(state="visible")
+    assert image.evaluate("img => img.complete && img.naturalWidth > 0"), \
+        "the calculator's figure did not decode"
+    return image.get_attribute("src")
+
+
+def stored_png(path: Path) -> str:
+    """The base64 PNG stored as the calculator cell's figure."""
+    cell = next(c for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
+                if c["cell_type"] == "code" and MARKER in "".join(c["source"]))
+    pngs = [o["data"]["image/png"] for o in cell["outputs"] if "image/png" in o.get("data", {})]
+    assert len(pngs) == 1, f"{path.name}: the calculator cell stores {len(pngs)} figures"
+    return "".join(pngs[0]).replace("\n", "")
+
+
+@pytest.mark.parametrize("number", CALCULATORS)
+def test_the_stored_figure_shows_before_any_cell_runs(lab, page, number):
+    """What GitHub, nbval and a reader who has not run the notebook get: the default figure,
+    and no empty widget box."""
+    stored = notebook(number)
+    shutil.copy(stored, lab["root"] / stored.name)
+    open_notebook(page, lab, stored.name)
+    version = page.evaluate("() => jupyterapp.version")
+    assert version.startswith("4."), f"JupyterLab {version}, not 4"
+    mark_calculator_cell(page)
+    assert figure_source(page) == f"data:image/png;base64,{stored_png(stored)}", \
+        "the page shows another image than the stored figure"
+    widgets = page.locator("[data-calculator] .jupyter-widgets").count()
+    assert widgets == 0, f"a stored page shows no widget views, found {widgets}"
+
+
+def live_notebook(root: Path, number: str) -> tuple[str, tuple[str, str]]:
+    """A notebook of one cell: the calculator cell of notebook ``number`` after the
+    definitions it needs; its name, and the names of the default figure the calculator
+    returns and of its ``draw`` function."""
+    import nbformat  # noqa: PLC0415
+
+    source = cell_with_context(number, MARKER)
+    cell = nbformat.v4.new_code_cell(source)
+    book = nbformat.v4.new_notebook(cells=[cell], metadata={"kernelspec": {
+        "name": "python3", "display_name": "Python 3", "language": "python"}})
+    name = f"live_{number}.ipynb"
+    nbformat.write(book, root / name)
+    return name, re.search(r"(\w+) = calculator\(\s*(\w+)", source).groups()
+
+
+# Run in the kernel: the digest of the PNG that ``draw`` makes of the values the controls
+# hold now, encoded as IPython encodes a displayed figure, and those values. The kernel runs
+# it after every control change it has already received, so it is the figure the page must
+# end up showing.
+EXPECTED = """
+import base64, hashlib, inspect, json, warnings, ipywidgets, matplotlib.pyplot
+def _digest(figure):
+    png = get_ipython().display_formatter.format(figure)[0]["image/png"]
+    png = png if isinstance(png, bytes) else base64.b64decode(png)
+    return hashlib.sha256(png).hexdigest()
+def _expected(draw):
+    names = inspect.signature(draw).parameters
+    with warnings.catch_warnings():  # Widget.widgets: ipywidgets 8 keeps it, deprecated
+        warnings.simplefilter("ignore", DeprecationWarning)
+        values = {w.description: w.value for w in ipywidgets.Widget.widgets.values()
+                  if getattr(w, "description", None) in names}
+    figure = draw(**values)
+    matplotlib.pyplot.close(figure)
+    print(json.dumps({"sha256": _digest(figure), "values": values}))
+"""
+
+
+def in_kernel(page, code: str) -> str:
+    """Run ``code`` in the notebook's kernel, outside any cell; what it printed."""
+    out, error = page.evaluate("""async (code) => {
+        const kernel = jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+        let out = '', error = '';
+        const future = kernel.requestExecute({code, store_history: false});
+        future.onIOPub = msg => {
+            const c = msg.content;
+            if (msg.header.msg_type === 'stream' && c.name === 'stdout') out += c.text;
+            if (msg.header.msg_type === 'error') error = c.ename + ': ' + c.evalue;
+        };
+        await future.done;
+        return [out, error];
+    }""", code)
+    assert not error, f"{code.strip().splitlines()[0]} failed in the kernel: {error}"
+    return out
+
+
+def settle(page, draw: str) -> dict:
+    """Wait until the page shows the figure of the values the kernel holds; return them."""
+    expected = json.loads(in_kernel(page, f"_expected({draw})"))
+
+    def shown() -> bool | None:
+        data = base64.b64decode(figure_source(page).split(",", 1)[1])
+        return hashlib.sha256(data).hexdigest() == expected["sha256"] or None
+
+    poll_until(shown, 60, lambda: f"the page never showed the figure of {expected['values']}")
+    return expected
+
+
+@pytest.mark.parametrize("number", LIVE)
+def test_the_controls_redraw_the_figure_in_jupyterlab(lab, page, number):
+    """Move each control; the page's figure becomes the one ``draw`` makes of the new values."""
+    name, (default, draw) = live_notebook(lab["root"], number)
+    open_notebook(page, lab, name)
+    page.wait_for_function("() => jupyterapp.shell.currentWidget.sessionContext.session"
+                           "?.kernel?.status === 'idle'")
+    lab["kernels"].update(kernels_of(lab["server"]))
+    page.evaluate("() => jupyterapp.commands.execute('notebook:run-all-cells')")
+    mark_calculator_cell(page)
+    cell = page.locator("[data-calculator]")
+    cell.locator(".widget-slider").first.wait_for(state="visible")
+    errors = cell.locator("[data-mime-type='application/vnd.jupyter.stderr']")
+    assert in_kernel(page, EXPECTED) == "", "the check's definitions ran"
+    shown = [settle(page, draw)]
+    assert shown[0]["sha256"] == in_kernel(page, f"print(_digest({default}), end='')"), \
+        f"the controls start at {shown[0]['values']}, not at the values of the default figure"
+    assert errors.count() == 0, errors.all_inner_texts()
+
+    def moved(what: str) -> None:
+        shown.append(settle(page, draw))
+        before, after = shown[-2], shown[-1]
+        assert after["values"] != before["values"], f"{what}: the kernel's values did not change"
+        assert after["sha256"] != before["sha256"], f"{what}: the figure stayed the same"
+
+    for slider in cell.locator(".widget-slider").all():
+        label = slider.locator("label").inner_text()
+        readout = slider.locator(".widget-readout")
+        was = readout.inner_text()
+        slider.locator(".noUi-handle").focus()
+        page.keyboard.press("PageUp")  # noUiSlider's large step, towards the maximum
+        if readout.inner_text() == was:  # it was at the maximum
+            page.keyboard.press("PageDown")
+        assert readout.inner_text() != was, f"the {label} slider did not move from {was}"
+        moved(f"the {label} slider, {was} -> {readout.inner_text()}")
+    for menu in cell.locator(".widget-dropdown select").all():
+        current = menu.evaluate("s => s.options[s.selectedIndex].text")
+        other = next(o for o in menu.locator("option").all_inner_texts() if o != current)
+        menu.select_option(label=other)
+        moved(f"the drop-down, {current!r} -> {other!r}")
+    assert len(shown) >= 4, f"only {len(shown) - 1} controls moved in {number}'s calculator"
+    assert errors.count() == 0, errors.all_inner_texts()
+    page.screenshot(path=str(lab["root"] / f"live_{number}.png"))
