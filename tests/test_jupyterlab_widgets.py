@@ -247,6 +247,9 @@ def test_the_controls_redraw_the_figure_in_jupyterlab(lab, page, number):
     shown = [settle(page, draw)]
     assert shown[0]["sha256"] == in_kernel(page, f"print(_digest({default}), end='')"), \
         f"the controls start at {shown[0]['values']}, not at the values of the default figure"
+    stored = hashlib.sha256(base64.b64decode(stored_png(notebook(number)))).hexdigest()
+    assert shown[0]["sha256"] == stored, \
+        f"notebook {number}'s stored figure is not what its calculator draws: re-execute it"
     assert errors.count() == 0, errors.all_inner_texts()
 
     def moved(what: str) -> None:
