@@ -1,7 +1,8 @@
 # make lab       : create/update the environment and open JupyterLab at the repository root
 # make test      : create/update the environment and run every test (unit tests, all notebooks,
 #                  and the calculators in JupyterLab in a headless Chromium where one is installed)
-# make test-unit : the unit tests alone (a couple of minutes, no notebook kernels)
+# make test-unit : the unit tests alone (a few minutes; no notebook runs, but the calculators'
+#                  check starts JupyterLab kernels for their cells)
 # make run       : execute every notebook headless into build/ and write build/REPORT.md;
 #                  it goes on after a failing notebook (PROFILE=laptop runs the laptop sizes)
 # make bench     : measure the series' own numbers into bench/results.json and bench/RESULTS.md

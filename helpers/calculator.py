@@ -54,6 +54,10 @@ class Control:
         if self.log:
             low, high = on_grid(math.log10(self.default), math.log10(self.low),
                                 math.log10(self.high), self.step)
+            while 10 ** low > self.default:  # 10 ** log10(x) can round above x: the widget
+                low = math.nextafter(low, -math.inf)  # would then clamp the default away
+            while 10 ** high < self.default:
+                high = math.nextafter(high, math.inf)
             return w.FloatLogSlider(value=self.default, min=low, max=high, step=self.step,
                                     description=name, style=style)
         whole = all(float(v).is_integer() for v in (self.default, self.low, self.high, self.step))
@@ -66,9 +70,10 @@ class Control:
 
 def on_grid(default: float, low: float, high: float, step: float) -> tuple[float, float]:
     """The widest ``[min, max]`` inside ``[low, high]`` whose steps from ``min`` reach
-    ``default`` and end on ``max``."""
-    start = default - math.floor((default - low) / step + 1e-9) * step
-    return start, start + math.floor((high - start) / step + 1e-9) * step
+    ``default`` and end on ``max`` (to float rounding: an end that rounds past a bound is
+    the bound)."""
+    start = max(low, default - math.floor((default - low) / step + 1e-9) * step)
+    return start, min(high, start + math.floor((high - start) / step + 1e-9) * step)
 
 
 def slider(default: float, low: float, high: float, step: float = 1, *,

@@ -59,16 +59,43 @@ def lesson(number: str, *names: str, **context: Any) -> SimpleNamespace:
 
 
 
+
 def _defines(node: ast.stmt) -> set[str]:
-    """The names a top-level statement binds: imports, def, class and plain assignments."""
+    """The names a top-level statement binds: imports, def, class, and plain assignments to
+    names (``a, b = ...``; not ``d[k] = ...``, which changes ``d``)."""
     if isinstance(node, ast.Import | ast.ImportFrom):
         return {(a.asname or a.name).split(".")[0] for a in node.names}
     if isinstance(node, ast.FunctionDef | ast.ClassDef):
         return {node.name}
     if isinstance(node, ast.Assign | ast.AnnAssign):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        flat = [e for t in targets
+                for e in (t.elts if isinstance(t, ast.Tuple | ast.List) else [t])]
+        return {t.id for t in flat if isinstance(t, ast.Name)}
     return set()
+
+
+#: The methods of list, dict and set that change the container in place.
+MUTATORS = {"append", "extend", "insert", "remove", "pop", "popitem", "clear", "sort",
+            "reverse", "update", "setdefault", "add", "discard"}
+
+
+def _changes(node: ast.stmt) -> set[str]:
+    """Names a statement (not a def or class) binds or changes anywhere in it: loop and
+    ``with`` targets, ``+=``, ``d[k] = v``, ``x.attr = v``, ``ops.append(...)``."""
+    if isinstance(node, ast.FunctionDef | ast.ClassDef):
+        return set()
+    found = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            found.add(n.id)
+        stored = isinstance(n, ast.Subscript | ast.Attribute) and not isinstance(n.ctx, ast.Load)
+        called = (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                  and n.func.attr in MUTATORS)
+        base = n.value if stored else n.func.value if called else None
+        if isinstance(base, ast.Name):
+            found.add(base.id)
+    return found
 
 
 def _uses(source: str) -> set[str]:
@@ -82,25 +109,45 @@ def _uses(source: str) -> set[str]:
     return walk(symtable.symtable(source, "cell", "exec"), True)
 
 
+def _segment(source: str, node: ast.stmt) -> str:
+    """A top-level statement's own source, with its decorators."""
+    return "".join(f"@{ast.get_source_segment(source, d)}\n"
+                   for d in getattr(node, "decorator_list", [])
+                   ) + ast.get_source_segment(source, node)
+
+
 def cell_with_context(number: str, marker: str) -> str:
-    """The first code cell containing ``marker``, after the earlier top-level statements it
-    needs, followed name by name (each name's last binding before it), in cell order: what
-    that cell runs on without the rest of the notebook."""
+    """The first code cell containing ``marker``, after the earlier definitions it needs,
+    followed name by name (each name's last binding before it), in cell order: what that
+    cell runs on without the rest of the notebook.
+
+    Only imports, functions, classes and assignments computed without a call may be needed,
+    and none of them changed later: ValueError names a statement that breaks this (a cell
+    that needs a measurement must run after the notebook's own cells, not here)."""
     cells = [c for c in json.loads(notebook(number).read_text(encoding="utf-8"))["cells"]
              if c["cell_type"] == "code"]
     sources = ["\n".join(line for line in "".join(c["source"]).splitlines()
                          if not line.lstrip().startswith(("%", "!"))) for c in cells]
     target = next(i for i, s in enumerate(sources) if marker in s)
-    earlier = []  # (source of one top-level statement, decorators included; names it binds)
-    for source in sources[:target]:
-        lines = source.splitlines()
-        for node in ast.parse(source).body:
-            start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
-            earlier.append(("\n".join(lines[start - 1:node.end_lineno]), _defines(node)))
-    wanted, chosen = _uses(sources[target]), set()
-    while found := {i for i, (_, binds) in enumerate(earlier) if i not in chosen
-                    and any(name in binds and not any(name in later for _, later in
-                                                      earlier[i + 1:]) for name in wanted)}:
+    earlier = [(_segment(s, node), node) for s in sources[:target] for node in ast.parse(s).body]
+    own = set().union(*map(_defines, ast.parse(sources[target]).body))
+    wanted, chosen = _uses(sources[target]) - own, set()
+    while found := {i for i, (_, node) in enumerate(earlier) if i not in chosen
+                    and any(name in _defines(node) and not any(
+                        name in _defines(later) for _, later in earlier[i + 1:])
+                        for name in wanted)}:
         chosen |= found
         wanted |= set().union(*(_uses(earlier[i][0]) for i in found))
+    data = set()  # names bound by the chosen assignments
+    for i in sorted(chosen):
+        text, node = earlier[i]
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            if any(isinstance(n, ast.Call) for n in ast.walk(node)):
+                raise ValueError(f"notebook {number}'s {marker!r} cell needs `{text}`, "
+                                 "computed with a call: a measurement, not a definition")
+            data |= _defines(node)
+    for i, (text, node) in enumerate(earlier):
+        if i not in chosen and _changes(node) & data:
+            raise ValueError(f"notebook {number}'s {marker!r} cell needs "
+                             f"{sorted(_changes(node) & data)}, which `{text}` changes")
     return "\n\n".join([*(earlier[i][0] for i in sorted(chosen)), sources[target]])

@@ -119,3 +119,18 @@ def test_a_log_slider_grid_goes_through_the_default():
     steps = (math.log10(102.4) - box.min) / box.step
     assert steps == pytest.approx(round(steps)), f"{steps} steps from min to the default"
     assert math.log10(0.01) <= box.min and box.max <= 4 + 1e-12, (box.min, box.max)
+
+
+@pytest.mark.parametrize("control", [
+    calc.slider(0, 0, 5), calc.slider(5, 0, 5), calc.slider(0.3, 0, 1, 0.1),
+    calc.slider(0.1, 0.1, 0.7, 0.2), calc.slider(0.7, 0.1, 0.7, 0.2),
+    calc.slider(0.01024, 0.01024, 10240, 0.25, log=True),
+    calc.slider(10240, 0.01024, 10240, 0.25, log=True),
+])
+def test_a_default_at_or_near_an_end_stays_exactly_the_default(control):
+    pytest.importorskip("ipywidgets")
+    box = control.widget("x")
+    ends = (10 ** box.min, 10 ** box.max) if control.log else (box.min, box.max)
+    assert box.value == control.default, (box.value, control.default, ends)
+    if not control.log:
+        assert control.low <= box.min <= box.max <= control.high, (box.min, box.max)

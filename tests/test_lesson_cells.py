@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from lesson_cells import defined_in_cells, lesson
+from lesson_cells import cell_with_context, defined_in_cells, lesson
 
 from helpers.costs import AlphaBeta
 from helpers.measure import Span, Timeline
@@ -185,3 +185,11 @@ def test_notebook_13_zero_bytes_match_the_package_copy():
                     costs.zero_bytes_per_replica(params, n, stage))
                 assert nb.zero_bytes_per_replica(params, n, stage, 4, 4, 8) == pytest.approx(
                     costs.zero_bytes_per_replica(params, n, stage, 4, 4, 8))
+
+
+def test_a_calculator_cell_comes_with_the_definitions_it_needs_and_nothing_measured():
+    context = cell_with_context("13", "from helpers.calculator import")
+    assert "def bubble_fraction" in context and context.rstrip().endswith("v=slider(2, 1, 8))")
+    assert "LocalTFCluster" not in context and "benchmark" not in context, context
+    with pytest.raises(ValueError, match="computed with a call"):  # 12's needs section 1's ops
+        cell_with_context("12", "from helpers.calculator import")

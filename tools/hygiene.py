@@ -33,6 +33,10 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
 
 
+def is_widget_view(output: dict[str, Any]) -> bool:
+    return WIDGET_VIEW in output.get("data", {})
+
+
 def volatile_fields(nb: dict[str, Any]) -> list[str]:
     """Where ``nb`` (a notebook as JSON) holds run-to-run data, as readable locations."""
     found = [f"metadata.{key}" for key in VOLATILE_NOTEBOOK_KEYS if key in nb.get("metadata", {})]
@@ -45,7 +49,7 @@ def volatile_fields(nb: dict[str, Any]) -> list[str]:
         keys = [k for k in VOLATILE_CELL_KEYS if k in cell.get("metadata", {})]
         if keys:
             found.append(f"cell {index + 1} metadata: {', '.join(keys)}")
-        if any(WIDGET_VIEW in o.get("data", {}) for o in cell.get("outputs", [])):
+        if any(map(is_widget_view, cell.get("outputs", []))):
             found.append(f"cell {index + 1} output: a widget view")
     return found
 
@@ -62,7 +66,7 @@ def strip_volatile(nb: dict[str, Any]) -> None:
         for key in VOLATILE_CELL_KEYS:
             cell.get("metadata", {}).pop(key, None)
         if "outputs" in cell:
-            cell["outputs"] = [o for o in cell["outputs"] if WIDGET_VIEW not in o.get("data", {})]
+            cell["outputs"] = [o for o in cell["outputs"] if not is_widget_view(o)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
