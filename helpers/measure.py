@@ -78,9 +78,13 @@ class TimingResult:
         return min(self.samples)
 
     @property
+    def worst(self) -> float:
+        return max(self.samples)
+
+    @property
     def spread(self) -> float:
         """Max minus min of the samples, in seconds."""
-        return max(self.samples) - min(self.samples)
+        return self.worst - self.best
 
     @property
     def gflops(self) -> float | None:
@@ -136,7 +140,7 @@ def bar_timings(results: Sequence[TimingResult], title: str = "", unit: str = "m
     k = {"s": 1.0, "ms": 1e3, "us": 1e6}[require_choice("unit", unit, ("s", "ms", "us"))]
     fig, ax = plt.subplots(figsize=(6, 3.5))
     lower = [(r.median - r.best) * k for r in results]
-    upper = [(max(r.samples) - r.median) * k for r in results]
+    upper = [(r.worst - r.median) * k for r in results]
     ax.bar([r.label for r in results], [r.median * k for r in results], yerr=[lower, upper],
            capsize=4, color="tab:blue")
     ax.set_ylabel(f"time ({unit}, median; bars: min-max)")

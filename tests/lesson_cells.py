@@ -21,17 +21,26 @@ def notebook(number: str) -> Path:
     return next(NOTEBOOKS.glob(f"{number}_*.ipynb"))
 
 
+def cell_source(cell: dict[str, Any]) -> str:
+    """A code cell's Python: its source without IPython magics and shell lines."""
+    return "\n".join(line for line in "".join(cell["source"]).splitlines()
+                     if not line.lstrip().startswith(("%", "!")))
+
+
 def parse_cell(cell: dict[str, Any]) -> ast.Module:
     """A code cell's source, parsed (IPython magics and shell lines left out)."""
-    source = "".join(cell["source"])
-    lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
-    return ast.parse("\n".join(lines))
+    return ast.parse(cell_source(cell))
+
+
+def code_sources(number: str) -> list[str]:
+    """The Python of the notebook's code cells, in order."""
+    cells = json.loads(notebook(number).read_text(encoding="utf-8"))["cells"]
+    return [cell_source(cell) for cell in cells if cell["cell_type"] == "code"]
 
 
 def code_cells(number: str) -> list[ast.Module]:
     """The notebook's code cells, parsed."""
-    cells = json.loads(notebook(number).read_text(encoding="utf-8"))["cells"]
-    return [parse_cell(cell) for cell in cells if cell["cell_type"] == "code"]
+    return [ast.parse(source) for source in code_sources(number)]
 
 
 def defined_in_cells(number: str) -> set[str]:
@@ -124,10 +133,7 @@ def cell_with_context(number: str, marker: str) -> str:
     Only imports, functions, classes and assignments computed without a call may be needed,
     and none of them changed later: ValueError names a statement that breaks this (a cell
     that needs a measurement must run after the notebook's own cells, not here)."""
-    cells = [c for c in json.loads(notebook(number).read_text(encoding="utf-8"))["cells"]
-             if c["cell_type"] == "code"]
-    sources = ["\n".join(line for line in "".join(c["source"]).splitlines()
-                         if not line.lstrip().startswith(("%", "!"))) for c in cells]
+    sources = code_sources(number)
     target = next(i for i, s in enumerate(sources) if marker in s)
     earlier = [(_segment(s, node), node) for s in sources[:target] for node in ast.parse(s).body]
     own = set().union(*map(_defines, ast.parse(sources[target]).body))

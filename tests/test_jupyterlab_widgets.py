@@ -113,9 +113,11 @@ def page(lab):
 
 
 @pytest.fixture
-def close_sessions(page):
-    """Each notebook's kernel ends with its test, not with the module (one at a time)."""
+def close_sessions(lab, page):
+    """Each notebook's kernel ends with its test, not with the module (one at a time); the
+    module's teardown checks that every kernel seen here has ended."""
     yield
+    lab["kernels"].update(kernels_of(lab["server"]))
     page.evaluate("() => window.jupyterapp && jupyterapp.serviceManager.sessions.shutdownAll()")
 
 
@@ -252,7 +254,6 @@ def test_the_controls_redraw_the_figure_in_jupyterlab(lab, page, close_sessions,
     open_notebook(page, lab, name)
     page.wait_for_function("() => jupyterapp.shell.currentWidget.sessionContext.session"
                            "?.kernel?.status === 'idle'")
-    lab["kernels"].update(kernels_of(lab["server"]))
     page.evaluate("() => jupyterapp.commands.execute('notebook:run-all-cells')")
     mark_calculator_cell(page)
     cell = page.locator("[data-calculator]")
@@ -296,4 +297,3 @@ def test_the_controls_redraw_the_figure_in_jupyterlab(lab, page, close_sessions,
         moved(f"the drop-down, {current!r} -> {other!r}")
     assert len(shown) - 1 == controls, f"{len(shown) - 1} of {controls} controls moved"
     assert errors.count() == 0, errors.all_inner_texts()
-    page.screenshot(path=str(lab["root"] / f"live_{number}.png"))

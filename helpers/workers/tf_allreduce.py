@@ -263,7 +263,7 @@ def fetched(result: Any) -> float:
 def timed(args: argparse.Namespace, fn: Any, *inputs: Any, repeat: int = 0) -> dict[str, float]:
     result = benchmark(lambda: fn(*inputs), sync=fetched, warmup=args.warmup,
                        repeat=repeat or args.repeat)
-    return {"seconds": result.median, "best": result.best, "worst": max(result.samples)}
+    return {"seconds": result.median, "best": result.best, "worst": result.worst}
 
 
 def finish(name: str, linger: float = 120.0) -> NoReturn:
