@@ -76,7 +76,7 @@ test: $(STAMP) $(BROWSER_STAMP)
 	SERIES_PROFILE=ci $(BIN)/python -m pytest
 
 test-unit: $(STAMP) $(BROWSER_STAMP)
-	SERIES_PROFILE=ci $(BIN)/python -m pytest tests
+	SERIES_PROFILE=ci $(BIN)/python -m pytest tests -m "not notebooks"
 
 run: $(STAMP)
 	$(BIN)/python -m tools.run_series --output build $(if $(PROFILE),--profile $(PROFILE)) $(if $(SHRINK),--shrink $(SHRINK))

@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -63,7 +64,9 @@ def test_badges_point_at_the_notebook_on_colab_and_kaggle():
 def test_badges_first_setup_is_the_first_code_cell_and_a_second_run_changes_nothing():
     nb = series_like()
     changes = ns.update_notebook(nb, "notebooks/04_x.ipynb", URL)
-    assert changes == ["added the badges cell", "added the setup cell"]
+    assert changes == ["added the badges cell", "added the setup cell", "folded the setup cell",
+                       "folded the solution '# Solution 1'"]
+    assert nb.cells[-1].metadata["jupyter"] == {"source_hidden": True, "outputs_hidden": True}
     assert nb.cells[0]["id"] == "badges" and nb.cells[0]["cell_type"] == "markdown"
     assert "notebooks/04_x.ipynb" in nb.cells[0]["source"]
     assert nb.cells[1].source.startswith("# 04")  # the title follows the badges
@@ -120,7 +123,7 @@ def test_the_setup_cell_prints_nothing_where_the_series_is_installed(tmp_path):
 
 
 class FakeProcess:
-    """What the cell's ``subprocess.Popen`` sees: two lines of output and an exit code."""
+    """What ``hosted_setup.run``'s ``subprocess.Popen`` sees: two lines of output, an exit code."""
 
     def __init__(self, returncode):
         self.stdout, self.returncode = iter(["Collecting ...\n", "fatal: no network\n"]), returncode
@@ -129,41 +132,49 @@ class FakeProcess:
         return self.returncode
 
 
-def run_hosted(monkeypatch, tmp_path, returncode=0, tags="abc123\trefs/tags/v9.9.9\n",
-               ref="v9.9.9"):
-    """Run the setup cell as on a hosted runtime, where the series is not installed;
-    commands are recorded instead of run. Returns them and the cell's globals."""
+def run_hosted(monkeypatch, tmp_path, returncode=0, has_ref=True, ref="v9.9.9"):
+    """Run the setup cell as on a hosted runtime, where the series is not installed: the
+    clone is faked (it copies this repository's ``tools/hosted_setup.py`` into the new
+    folder) and pip's commands are recorded instead of run. Returns the commands."""
     commands = []
+
+    def fake_clone(command, **kwargs):
+        commands.append(list(command))
+        if not has_ref and any(a.startswith("--branch=") for a in command):
+            return subprocess.CompletedProcess(command, 128)
+        (Path(command[-1]) / "tools").mkdir(parents=True)
+        shutil.copy(ROOT / "tools" / "hosted_setup.py", Path(command[-1]) / "tools")
+        return subprocess.CompletedProcess(command, 0)
 
     def fake_popen(command, **kwargs):
         commands.append(list(command))
         return FakeProcess(returncode)
 
-    def fake_run(command, **kwargs):
-        commands.append(list(command))
-        return subprocess.CompletedProcess(command, 0, tags, "")
-
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "helpers" else real_find_spec(name, *a))
+    monkeypatch.setattr(subprocess, "run", fake_clone)
     monkeypatch.setattr(subprocess, "Popen", fake_popen)
-    monkeypatch.setattr(subprocess, "run", fake_run)
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.setenv("HOME", str(tmp_path))
-    cell = {}
-    try:
-        exec(compile(ns.setup_source(URL, ref), "setup-cell", "exec"), cell)  # noqa: S102
-    finally:
-        cell["commands"] = commands
-    return commands, cell
+    exec(compile(ns.setup_source(URL, ref), "setup-cell", "exec"), {})  # noqa: S102
+    return commands
+
+
+def test_the_setup_cell_is_ten_lines_and_folded():
+    lines = [line for line in ns.setup_source(URL).splitlines() if line.strip()]
+    assert len(lines) <= 10 and lines[0].startswith("# @title "), lines
+    nb = json.loads((ROOT / "notebooks" / "00_environment_check.ipynb").read_text())
+    setup = next(c for c in nb["cells"] if c.get("id") == ns.SETUP_ID)
+    assert setup["metadata"]["jupyter"]["source_hidden"] is True
+    assert setup["metadata"]["cellView"] == "form"
 
 
 def test_on_a_hosted_runtime_the_cell_clones_the_release_installs_and_goes_on(
         monkeypatch, tmp_path, capsys):
-    commands, _ = run_hosted(monkeypatch, tmp_path)
+    commands = run_hosted(monkeypatch, tmp_path)
     home = str(tmp_path / "a-fork")
     assert commands == [
-        ["git", "ls-remote", URL, "v9.9.9"],
         ["git", "clone", "--depth=1", "--branch=v9.9.9", URL, home],
         [sys.executable, "-m", "pip", "install", "-e", home + "[runtime]"],
         [sys.executable, "-m", "pip", "install", "--no-deps", "-r",
@@ -173,8 +184,7 @@ def test_on_a_hosted_runtime_the_cell_clones_the_release_installs_and_goes_on(
     assert out.rstrip().endswith("no restart needed.")
     assert sys.path[0] == home  # this process imports the clone's helpers
     # run again: the clone is there, only the installs are repeated
-    (tmp_path / "a-fork").mkdir()
-    commands, _ = run_hosted(monkeypatch, tmp_path)
+    commands = run_hosted(monkeypatch, tmp_path)
     assert [c[:4] for c in commands] == [[sys.executable, "-m", "pip", "install"]] * 2
 
 
@@ -185,17 +195,16 @@ def test_the_release_is_the_package_version():
 
 
 def test_without_the_release_tag_it_takes_main_and_says_so(monkeypatch, tmp_path, capsys):
-    commands, _ = run_hosted(monkeypatch, tmp_path, tags="")
-    assert commands[1][:4] == ["git", "clone", "--depth=1", "--branch=main"]
-    assert f"{URL} has no v9.9.9: taking its main branch" in capsys.readouterr().out
+    commands = run_hosted(monkeypatch, tmp_path, has_ref=False)
+    assert commands[1] == ["git", "clone", "--depth=1", URL, str(tmp_path / "a-fork")]
+    assert f"{URL} has no v9.9.9" in capsys.readouterr().out
 
 
 def test_series_repository_and_ref_come_from_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("SERIES_REPOSITORY", "/srv/mirror.git")
     monkeypatch.setenv("SERIES_REF", "my-branch")
-    commands, _ = run_hosted(monkeypatch, tmp_path)
-    assert commands[0] == ["git", "ls-remote", "/srv/mirror.git", "my-branch"]
-    assert commands[1][3:5] == ["--branch=my-branch", "/srv/mirror.git"]
+    commands = run_hosted(monkeypatch, tmp_path)
+    assert commands[0][3:5] == ["--branch=my-branch", "/srv/mirror.git"]
 
 
 def test_a_module_replaced_under_the_session_stops_run_all(monkeypatch, tmp_path):
@@ -216,12 +225,13 @@ def test_an_unsupported_python_is_told_what_to_do_before_anything_installs(monke
                                            "3.13.*fallback runtime") as raised:
         run_hosted(monkeypatch, tmp_path)
     assert "TensorFlow 2.21 has no wheel" in str(raised.value)
+    assert not (tmp_path / "a-fork" / "requirements-mxnet.txt").exists()
 
 
 def test_a_failed_install_says_what_went_wrong(monkeypatch, tmp_path):
-    with pytest.raises(RuntimeError, match=r"git clone --depth=1 --branch=v9.9.9 \.\.\. failed: "
+    with pytest.raises(RuntimeError, match=r"-m pip install \.\.\. failed: "
                                            r"Collecting \.\.\. \| fatal: no network"):
-        run_hosted(monkeypatch, tmp_path, returncode=128)
+        run_hosted(monkeypatch, tmp_path, returncode=1)
 
 
 def test_the_runtime_extra_is_requirements_without_the_maintainers_tools():

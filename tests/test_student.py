@@ -1,6 +1,10 @@
 """make student: copies without solutions or their outputs, and a check that fails on a leak."""
 
 import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -8,6 +12,7 @@ import pytest
 from tools import student
 from tools.cells import stored_notebooks
 
+ROOT = Path(__file__).resolve().parent.parent
 ANSWER = "the answer is 42 GFLOP/s\n"
 
 
@@ -103,3 +108,39 @@ def test_the_copies_never_overwrite_the_originals(tmp_path):
 def test_student_copies_of_the_stored_notebooks_hold_no_solution(tmp_path):
     problems = student.write_copies(stored_notebooks(), tmp_path)
     assert problems == {}
+
+
+def test_after_the_exercises_heading_every_cell_is_a_statement_or_a_solution():
+    """An answer written in markdown is tagged like a solution's code, so it never reaches a
+    student copy: below ``## Exercises`` a markdown cell either states an exercise (it opens
+    with ``### Exercise N``) or is tagged ``solution``, and no lesson code runs there (a
+    later lesson cell must never need a solution's names)."""
+    untagged = []
+    for path in stored_notebooks():
+        cells = json.loads(path.read_text())["cells"]
+        start = next((i for i, c in enumerate(cells)
+                      if "".join(c["source"]).startswith("## Exercises")), None)
+        assert start is not None, f"{path.name} has no '## Exercises' section"
+        for index, cell in enumerate(cells[start + 1:], start=start + 1):
+            text = "".join(cell["source"])
+            if not student.is_solution(cell) and not text.lstrip().startswith("### Exercise"):
+                untagged.append(f"{path.name} cell {index}: {text[:60]!r}")
+    assert not untagged, "tag these 'solution' or move them above the exercises:\n" + "\n".join(
+        untagged)
+
+
+@pytest.mark.notebooks
+def test_every_student_copy_runs_top_to_bottom(tmp_path):
+    """The copies a class gets run under nbval like the originals: a lesson cell that needed
+    a solution's names would fail here with a NameError."""
+    folder = ROOT / "build" / "student-run"  # inside the repository: its pytest options apply
+    shutil.rmtree(folder, ignore_errors=True)
+    assert student.write_copies(stored_notebooks(), folder) == {}
+    try:
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly",
+                               str(folder.relative_to(ROOT))], cwd=ROOT, capture_output=True,
+                              text=True, timeout=1800)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    tail = "\n".join(done.stdout.splitlines()[-30:])
+    assert done.returncode == 0, f"a student copy failed under nbval:\n{tail}"

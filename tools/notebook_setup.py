@@ -19,37 +19,27 @@ over all notebooks updates and checks too. A fork changes that one line of
 
 Why the setup cell looks the way it does:
 
+* It is ten lines at most and folded (``jupyter.source_hidden`` for JupyterLab, ``cellView:
+  form`` and a ``# @title`` line for Colab): bookkeeping, out of the lesson's way. The cell
+  clones the repository; everything after the clone is ``tools/hosted_setup.py`` in that
+  clone (pip installs, the path, the restart check), so what runs can still be read, and
+  no code is downloaded and executed unseen.
 * Detection is ``importlib.util.find_spec("helpers")``: it finds the installed series
   (``pip install -e .`` registers it) without importing anything, so in the repository
   the cell costs microseconds and writes no output.
-* It clones the repository and installs it editable (``pip install -e <clone>[runtime]``)
-  rather than installing a wheel from git: the series then has the same layout as a
-  checkout (``requirements.txt`` beside ``helpers/`` for notebook 00's pin check, the
-  worker programs whose source the notebooks show, ``results/`` at the top), and the
-  worker processes that the cluster notebooks start find ``helpers`` through the
-  editable install.
-* The install is inline rather than in a module fetched at run time: a learner reads in
-  the cell exactly what it runs (``git clone``, ``pip install``), and no code is
-  downloaded and executed unseen. The packages are the ``runtime`` extra of
-  ``pyproject.toml`` (the notebooks' packages from ``requirements.txt``, without
-  JupyterLab, nbval, pytest or ruff; a unit test keeps the two lists in agreement) and
-  MXNet from ``requirements-mxnet.txt``, without its stale ``numpy<2``. pip's output is
-  printed line by line: about 700 MB take minutes, and silence looks like a hang.
-* No restart where none is needed. Colab (Python 3.13) has numpy 2.1.3 imported before the
-  first cell runs; the extra gives numpy a range that includes it, so pip keeps it, and the
-  cell puts the clone on ``sys.path`` itself (the editable install's ``.pth`` file is read
-  only when Python starts, so it serves the cluster's worker processes, not this one).
-  ``helpers.import_mxnet`` imports setuptools where ``distutils`` (which MXNet imports) is
-  not importable yet. Only where pip had to replace a module that the session already
-  holds in memory (a numpy outside the range, an older matplotlib) is a new process
-  needed: the cell then *raises* after saying so, so that "Run all" and Kaggle's "Save
-  Version" stop there instead of failing later in confusing ways.
+* It clones the repository and installs it editable rather than installing a wheel from
+  git: the series then has the same layout as a checkout (``requirements.txt`` beside
+  ``helpers/`` for notebook 00's pin check, the worker programs whose source the notebooks
+  show, ``results/`` at the top), and the worker processes that the cluster notebooks
+  start find ``helpers`` through the editable install.
 * The clone matches the notebook: the cell clones the tag of this release (``v`` +
-  ``[project] version``; maintainers tag every version they publish) and says so when the
-  repository has no such tag and it takes ``main``. ``SERIES_REPOSITORY`` and
-  ``SERIES_REF`` override the address and the ref (forks, mirrors, tests).
-* An unsupported Python gets one paragraph saying what to do, raised before anything is
-  installed.
+  ``[project] version``) and says so when the repository has no such tag (or cannot be
+  reached) and it takes ``main``. ``SERIES_REPOSITORY`` and ``SERIES_REF`` override the
+  address and the ref (forks, mirrors, tests).
+
+Solution cells (tagged ``solution``) are folded too, code and output, so that a learner
+opening a notebook sees each exercise before its answer; an answer written in markdown is
+folded the same way.
 
 ``--tag-solutions`` also adds the ``solution`` tag to every code cell whose first line
 is ``# Solution`` (the convention ``make student`` relies on).
@@ -76,6 +66,7 @@ from tools.cells import (
     chosen_notebooks,
     first_line,
     headed_as_solution,
+    is_solution,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,67 +78,23 @@ README_START, README_END = "<!-- badges:start -->", "<!-- badges:end -->"
 _GITHUB = re.compile(r"^https://github\.com/(?P<slug>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)(\.git)?/?$")
 
 SETUP_TEMPLATE = '''\
-# Setup for Colab and Kaggle: fetch the series and install its packages (a few minutes; pip
-# shows its progress). Wherever the series is installed already (its repository after `make`)
-# this does nothing. SERIES_REPOSITORY and SERIES_REF name another copy (a fork, a mirror).
-import importlib
-import importlib.util
-import os
-import subprocess
-import sys
-
-if importlib.util.find_spec("helpers") is None:
-    if not (3, 11) <= sys.version_info[:2] <= (3, 13):
-        raise RuntimeError(
-            f"This runtime has Python {{sys.version_info[0]}}.{{sys.version_info[1]}}; the series "
-            "runs on Python 3.11 to 3.13 (TensorFlow 2.21 has no wheel for newer ones). On "
-            "Colab, open the Command Palette and choose 'Use fallback runtime version', or a "
-            "runtime with Python 3.12 or 3.13; elsewhere, open this notebook with Python 3.13.")
+# @title Setup for Colab and Kaggle (folded): where the series is installed, it does nothing
+import importlib.util, os, runpy, subprocess
+if importlib.util.find_spec("helpers") is None:  # a hosted runtime: fetch and install, minutes
     repository = os.environ.get("SERIES_REPOSITORY", "{url}")
     ref = os.environ.get("SERIES_REF", "{ref}")  # the release these notebooks belong to
     home = os.path.expanduser("~/{name}")
+    if not os.path.isdir(home) and subprocess.run(["git", "clone", "--depth=1", f"--branch={{ref}}", repository, home]).returncode:
+        print(f"{{repository}} has no {{ref}} (or no network; on Kaggle switch Internet on): taking main")
+        subprocess.run(["git", "clone", "--depth=1", repository, home], check=True)
+    runpy.run_path(os.path.join(home, "tools", "hosted_setup.py"), run_name="__main__")'''
 
-    def run(*command):  # printed line by line: every notebook front end shows print()
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   text=True)
-        tail = []
-        for line in process.stdout:
-            print(line, end="")
-            tail = (tail + [line.strip()])[-3:]
-        if process.wait():  # on Kaggle: switch Internet on in the notebook's settings
-            raise RuntimeError(f"{{' '.join(command[:4])}} ... failed: {{' | '.join(tail)}}")
-
-    if not os.path.isdir(home):
-        found = subprocess.run(["git", "ls-remote", repository, ref], capture_output=True,
-                               text=True).stdout
-        if not found.strip():
-            print(f"{{repository}} has no {{ref}}: taking its main branch, which may be newer")
-            ref = "main"
-        run("git", "clone", "--depth=1", f"--branch={{ref}}", repository, home)
-    # TensorFlow, matplotlib, ...; numpy only if the platform's is outside the series' range.
-    # Kaggle pins protobuf 5 and TensorFlow 2.21 needs 6.31+: pip upgrades it and names the
-    # preinstalled packages that wanted 5; the series uses none of them.
-    run(sys.executable, "-m", "pip", "install", "-e", home + "[runtime]")
-    # MXNet 1.9.1 declares numpy<2, which is stale: installed without its requirements.
-    run(sys.executable, "-m", "pip", "install", "--no-deps", "-r",
-        os.path.join(home, "requirements-mxnet.txt"))
-    # The editable install reaches new processes (cluster workers); this one needs the path.
-    sys.path.insert(0, home)
-    importlib.invalidate_caches()
-    from importlib import metadata
-
-    stale = []  # modules in memory that pip replaced on disk: only a new process sees those
-    for module, dist in [("numpy", "numpy"), ("matplotlib", "matplotlib"), ("psutil", "psutil"),
-                         ("google.protobuf", "protobuf")]:
-        if module in sys.modules:
-            before, now = sys.modules[module].__version__, metadata.version(dist)
-            stale += [f"{{dist}} {{before}} (now {{now}})"] if before != now else []
-    if stale:
-        raise RuntimeError(
-            f"Installed, but this session had {{', '.join(stale)}} loaded already. Restart the "
-            "session once (Colab: Runtime > Restart session; Kaggle: Run > Restart & clear cell "
-            "outputs) and run all cells: this cell will then do nothing.")
-    print("The series is installed in this session: go on, no restart needed.")'''
+# Folded where the notebook opens: JupyterLab and Notebook 7 read `jupyter.source_hidden`,
+# Colab shows a `cellView: form` cell as its `# @title` line.
+SETUP_METADATA = {"cellView": "form", "jupyter": {"source_hidden": True}}
+# A solution is folded, its output too, so that a learner sees the exercise first.
+SOLUTION_METADATA = {"cellView": "form", "jupyter": {"source_hidden": True, "outputs_hidden": True}}
+MARKDOWN_FOLD = {"jupyter": {"source_hidden": True}}  # an answer written in prose
 
 BADGES_TEMPLATE = (
     "[![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
@@ -255,13 +202,32 @@ def update_notebook(nb: dict[str, Any], path: str, url: str, branch: str = BRANC
                       len(cells))
     cells.insert(first_code, found[SETUP_ID])
     cells.insert(0, found[BADGES_ID])
+    if _fold(found[SETUP_ID], SETUP_METADATA):
+        changes.append("folded the setup cell")
     if tag_solutions:
         for cell in filter(headed_as_solution, cells):
             tags = cell.setdefault("metadata", {}).setdefault("tags", [])
             if SOLUTION_TAG not in tags:
                 tags.append(SOLUTION_TAG)
                 changes.append(f"tagged {first_line(cell)!r} as a solution")
+    for cell in filter(is_solution, cells):
+        fold = SOLUTION_METADATA if cell.get("cell_type") == "code" else MARKDOWN_FOLD
+        if _fold(cell, fold):
+            changes.append(f"folded the solution {first_line(cell)[:40]!r}")
     return changes
+
+
+def _fold(cell: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    """Give ``cell`` the folding metadata in ``wanted`` (merged, other keys kept); whether it
+    changed."""
+    metadata = cell.setdefault("metadata", {})
+    before = copy.deepcopy(metadata)
+    for key, value in wanted.items():
+        if isinstance(value, dict):
+            metadata[key] = {**metadata.get(key, {}), **value}
+        else:
+            metadata[key] = value
+    return metadata != before
 
 
 def _positions_changed(before: dict[str, Any], after: dict[str, Any]) -> bool:

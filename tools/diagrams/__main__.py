@@ -1,0 +1,5 @@
+import sys
+
+from tools.diagrams import main
+
+sys.exit(main())
