@@ -2,7 +2,7 @@
 
 import pytest
 
-from tools import diagrams, lesson_form
+from tools import lesson_form
 from tools.cells import stored_notebooks
 
 
@@ -27,14 +27,3 @@ def test_a_long_paragraph_and_a_missing_takeaway_are_caught(tmp_path):
     found = lesson_form.sections(cells)
     assert [h for h, _ in found] == ["## 1. A section", "## Summary"]
     assert lesson_form.POINTERS.search(found[1][1])
-
-
-def test_every_diagram_is_what_its_function_draws():
-    problems = diagrams.sync(write=False)
-    assert not problems, "\n".join(problems) + "\nrun `python -m tools.diagrams`"
-
-
-def test_every_notebook_has_a_diagram_registered_for_it():
-    drawn = {d.notebook for d in diagrams.load_all().values()}
-    missing = [p.name for p in stored_notebooks() if p.name[:2] not in drawn]
-    assert not missing, f"no diagram drawn for {missing}"
