@@ -6,6 +6,9 @@
 # make run       : execute every notebook headless into build/ and write build/REPORT.md;
 #                  it goes on after a failing notebook (PROFILE=laptop runs the laptop sizes)
 # make bench     : measure the series' own numbers into bench/results.json and bench/RESULTS.md
+# make site      : the series as a static website in build/site/, from the stored notebooks
+#                  (never executed), built offline where the machine can cut the network off
+# make test-site : build the site and check it (links, images, no other host, in Chromium)
 # make student   : copies of the notebooks without solutions, in build/student/
 # make notebooks : re-execute stored notebooks in place (clean kernel, ci profile) [NB=04]
 # make teaching  : run the notebook suite once and write its minutes into TEACHING.md
@@ -32,7 +35,7 @@ CHECK_PYTHON = case " $(SUPPORTED) " in *" $(PYVER) "*) ;; *) echo "The series r
   no wheel for 3.14): install one, then make PYTHON=/path/to/python3.13"; exit 1;; esac
 STAMP := $(VENV)/.installed
 
-.PHONY: lab test test-unit run bench lint clean venv notebooks student teaching lock
+.PHONY: lab test test-unit test-site site run bench lint clean venv notebooks student teaching lock
 
 venv: $(STAMP)
 
@@ -72,11 +75,30 @@ $(BROWSER_STAMP): requirements-browser.txt $(STAMP)
 	$(BIN)/python -m pip install -r requirements-browser.txt -c $(CONSTRAINTS)
 	@touch $@
 
-test: $(STAMP) $(BROWSER_STAMP)
+test: $(STAMP) $(BROWSER_STAMP) site
 	SERIES_PROFILE=ci $(BIN)/python -m pytest
 
 test-unit: $(STAMP) $(BROWSER_STAMP)
-	SERIES_PROFILE=ci $(BIN)/python -m pytest tests -m "not notebooks"
+	SERIES_PROFILE=ci $(BIN)/python -m pytest tests -m "not notebooks and not site"
+
+# The website's tools live in an environment of their own (they need nothing of the series'
+# stack). The build runs with the network cut off (a network namespace of its own) wherever
+# the machine allows one, so a page that needed a download would fail here, not on a reader.
+SITE_VENV := .venv-site-$(PYVER)
+SITE_STAMP := $(SITE_VENV)/.installed
+OFFLINE := $(if $(shell unshare -rn true 2>/dev/null && echo yes),unshare -rn)
+$(SITE_STAMP): requirements-site.txt constraints/site-py$(PYVER).txt
+	@$(CHECK_PYTHON)
+	@test -x $(SITE_VENV)/bin/python || $(PYTHON) -m venv $(SITE_VENV)
+	$(SITE_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SITE_VENV)/bin/python -m pip install -r requirements-site.txt -c constraints/site-py$(PYVER).txt
+	@touch $@
+
+site: $(SITE_STAMP)
+	$(OFFLINE) $(SITE_VENV)/bin/python -m tools.site --check
+
+test-site: site $(STAMP) $(BROWSER_STAMP)
+	$(BIN)/python -m pytest tests/test_site.py tests/test_diagrams.py
 
 run: $(STAMP)
 	$(BIN)/python -m tools.run_series --output build $(if $(PROFILE),--profile $(PROFILE)) $(if $(SHRINK),--shrink $(SHRINK))
@@ -106,7 +128,9 @@ lock:
 	  .venv-lock/bin/uv pip compile --quiet requirements.txt --python-version $$v \
 	    --python-platform x86_64-manylinux_2_28 --no-header -o constraints/py$$v.txt && \
 	  .venv-lock/bin/uv pip compile --quiet requirements-gpu.txt --python-version $$v \
-	    --python-platform x86_64-manylinux_2_28 --no-header -o constraints/gpu-py$$v.txt \
+	    --python-platform x86_64-manylinux_2_28 --no-header -o constraints/gpu-py$$v.txt && \
+	  .venv-lock/bin/uv pip compile --quiet requirements-site.txt --python-version $$v \
+	    --python-platform x86_64-manylinux_2_28 --no-header -o constraints/site-py$$v.txt \
 	  || exit 1; done
 
 clean:

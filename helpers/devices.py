@@ -2,13 +2,12 @@
 
 Each framework counts its own devices (MXNet's CPU wheel sees no GPU where TensorFlow does).
 A lesson about two devices must run on a laptop too: TensorFlow splits a CPU into *logical*
-CPUs and a GPU into *virtual* GPUs, but only before its runtime starts (the first op, or
-listing logical devices), so :func:`requirements_banner` configures them first and says what
-is simulated. GPU memory is allocated on demand in every TensorFlow process (by default it
-takes nearly a whole card): ``set_memory_growth`` on real GPUs, ``TF_FORCE_GPU_ALLOW_GROWTH``
-for virtual GPUs and children. A virtual GPU is capped at the lesson's need or a fair share
-of its card after a reserve for CUDA, its workspaces and MXNet. TensorFlow numbers virtual
-GPUs card by card; a plan takes the cards in turn, so its first k devices span most cards.
+CPUs and a GPU into *virtual* GPUs, only before its runtime starts, so
+:func:`requirements_banner` configures them first and says what is simulated. TensorFlow
+takes nearly a whole card unless told to grow on demand (``set_memory_growth``, and
+``TF_FORCE_GPU_ALLOW_GROWTH`` for virtual GPUs and children); a virtual GPU is capped at the
+lesson's need or a fair share of its card. A plan takes the cards in turn (TensorFlow numbers
+virtual GPUs card by card), so its first k devices span most cards.
 """
 
 from __future__ import annotations
@@ -28,6 +27,8 @@ from helpers.output import Table
 KNOWN_TYPES = ("CPU", "GPU", "TPU")
 _FORMS = ("'/cpu:0', '/gpu:1', 'GPU:0', '/device:GPU:0' or "
           "'/job:worker/replica:0/task:1/device:CPU:0'")
+_DEVICE = re.compile(r"(?:/job:(?P<job>\w+))?(?:/replica:(?P<replica>\d+))?(?:/task:(?P<task>\d+))?"
+                     r"(?:^|/)(?:device:)?(?P<type>[A-Za-z_]+):(?P<index>\d+)")
 
 
 @dataclass(frozen=True)
@@ -52,39 +53,15 @@ class DeviceName:
 
 def parse_device(spec: str) -> DeviceName:
     """Any TensorFlow device spelling, taken apart; ValueError shows the accepted forms."""
-    def bad(why: str) -> ValueError:
-        return ValueError(f"{spec!r} is not a device string ({why}); use a form like {_FORMS}")
-
-    def type_index(text: str) -> tuple[str, int]:
-        match = re.fullmatch(r"([A-Za-z_]+):(\d+)", text)
-        if not match:
-            raise bad(f"expected TYPE:INDEX, got {text!r}")
-        if match[1].upper() not in KNOWN_TYPES:
-            raise bad(f"unknown device type {match[1]!r}, known: {', '.join(KNOWN_TYPES)}")
-        return match[1].upper(), int(match[2])
-
     text = spec.strip() if isinstance(spec, str) else ""
-    if not text:
-        raise bad("it is empty")
-    if not text.startswith("/"):
-        return DeviceName(*type_index(text))
-    pieces, parts = text[1:].split("/"), {}
-    for piece in pieces:
-        key, _, value = piece.partition(":")
-        if key not in ("job", "replica", "task", "device") or not value:
-            if len(pieces) == 1:  # '/cpu:0'
-                return DeviceName(*type_index(piece))
-            raise bad(f"unknown part {piece!r}")
-        if key in parts:
-            raise bad(f"{key!r} appears twice")
-        parts[key] = value
-    if "device" not in parts:
-        raise bad("it names no device")
-    for key in ("replica", "task"):
-        if not parts.get(key, "0").isdigit():
-            raise bad(f"{key} must be a number, got {parts[key]!r}")
-    return DeviceName(*type_index(parts["device"]), parts.get("job"),
-                      *(int(parts[k]) if k in parts else None for k in ("replica", "task")))
+    match = _DEVICE.fullmatch(text)
+    if match and match["type"].upper() in KNOWN_TYPES:
+        return DeviceName(match["type"].upper(), int(match["index"]), match["job"], *(
+            None if match[k] is None else int(match[k]) for k in ("replica", "task")))
+    why = ("it is empty" if not text else
+           f"unknown device type {match['type']!r}, known: {', '.join(KNOWN_TYPES)}" if match
+           else "expected TYPE:INDEX, after /job:NAME/replica:N/task:N where they are given")
+    raise ValueError(f"{spec!r} is not a device string ({why}); use a form like {_FORMS}")
 
 
 # -- what this machine has ---------------------------------------------------------------------
@@ -164,19 +141,14 @@ def gpu_cards() -> tuple[GPUCard, ...]:
     """The GPUs TensorFlow can use, described before its runtime starts: the capability from
     TensorFlow, the memory from nvidia-smi, which numbers every card where CUDA numbers those
     ``CUDA_VISIBLE_DEVICES`` names (indices, ``GPU-``/``MIG-`` UUIDs or prefixes), in order."""
-    tf = import_tensorflow()
-    rows = _smi_rows()
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    tf, rows, visible = import_tensorflow(), _smi_rows(), os.environ.get("CUDA_VISIBLE_DEVICES")
     tokens = [t.strip() for t in (visible or "").split(",") if t.strip()]
     cards = []
     for i, device in enumerate(tf.config.list_physical_devices("GPU")):
         details = tf.config.experimental.get_device_details(device) or {}
-        if visible is None:
-            row = rows[i] if i < len(rows) else None
-        else:
-            token = tokens[i] if i < len(tokens) else None
-            row = next((r for r in rows if token is not None and (
-                token in (r[0], r[1]) or (len(token) > 6 and r[1].startswith(token)))), None)
+        token = tokens[i] if i < len(tokens) else "-"  # "-" names no card
+        row = (rows[i] if i < len(rows) else None) if visible is None else next(
+            (r for r in rows if token in r[:2] or len(token) > 6 and r[1].startswith(token)), None)
         mig = row[2] if row and row[1].startswith("MIG-") else None
         memory = (row[3].split() or [""])[0] if row and len(row) > 3 else ""
         name = mig or details.get("device_name") or (row[2] if row else f"GPU {i}")

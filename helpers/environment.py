@@ -22,7 +22,7 @@ from packaging.specifiers import SpecifierSet
 
 from helpers.devices import gpu_cards, nvidia_smi
 from helpers.frameworks import import_mxnet, import_mxnet_from, import_tensorflow, mxnet_route
-from helpers.machine import package_version
+from helpers.machine import package_version, query_nvidia_smi
 from helpers.mxnet_gpu import INSTALL_COMMAND, _last_line, load_cuda_libraries, runs_mxnet_kernels
 from helpers.output import Table
 
@@ -31,6 +31,8 @@ REQUIREMENTS = Path(__file__).resolve().parent.parent / "requirements.txt"
 MXNET_REQUIREMENTS = REQUIREMENTS.with_name("requirements-mxnet.txt")
 _PIN = re.compile(r"^([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?==([^\s;#]+)")
 NOT_NEEDED = "not needed to run the notebooks"
+GPU_INSTALL = ("make lab REQUIREMENTS=requirements-gpu.txt (TensorFlow's CUDA build, in an "
+               "environment of its own)")
 
 
 def read_pins(path: Path | str = REQUIREMENTS) -> dict[str, str]:
@@ -84,39 +86,48 @@ def broken_pins(path: Path | str = REQUIREMENTS) -> list[str]:
 
 
 def diagnose() -> Table:
-    """Each known way the stack breaks, checked on this machine, with the fix.
+    """Each known way the stack breaks, checked on this machine, with the fix; never raises.
 
-    The wrong MXNet (pip's silent fallback), a numpy 1.x (the series runs numpy 2), a GPU
-    machine without its driver or with TensorFlow's CPU build, and how MXNet runs on GPUs.
+    The wrong MXNet (pip's silent fallback), a numpy 1.x (the series runs numpy 2), TensorFlow
+    missing (a fresh cloud GPU instance), a GPU machine without its driver or with TensorFlow's
+    CPU build, and how MXNet runs on GPUs (from the driver's compute capability: TensorFlow
+    need not be there).
     """
     table = Table(["check", "status", "what to do"])
-    mxnet_version = package_version("mxnet")
-    table.append(["MXNet version", "ok", "-"] if mxnet_version == "1.9.1" else
-                 ["MXNet version", f"problem: {mxnet_version or 'missing'}",
-                  "pip install --no-deps -r requirements-mxnet.txt (or re-run `make test`)"])
-    numpy_version = package_version("numpy") or "missing"
-    table.append(["numpy version", "ok", "-"] if _within(numpy_version, ">=2.1") else
-                 ["numpy version", f"problem: {numpy_version}",
-                  "the series runs on numpy 2.1 or newer on every Python: "
-                  "pip install -r requirements.txt -c constraints/py3.X.txt (your Python)"])
-    broken = broken_pins()
-    table.append(["all pins of requirements*.txt", "ok" if not broken else "problem: "
-                  + "; ".join(broken), "-" if not broken else "pip install -r requirements.txt"])
+
+    def check(name: str, problem: str | None, fix: str, ok: str = "ok") -> None:
+        table.append([name, ok, "-"] if problem is None else [name, f"problem: {problem}", fix])
+
     smi = nvidia_smi()
+    mxnet_version = package_version("mxnet")
+    check("MXNet version", None if mxnet_version == "1.9.1" else mxnet_version or "missing",
+          "pip install --no-deps -r requirements-mxnet.txt (or re-run `make test`)")
+    numpy_version = package_version("numpy") or "missing"
+    check("numpy version", None if _within(numpy_version, ">=2.1") else numpy_version,
+          "the series runs on numpy 2.1 or newer on every Python: "
+          "pip install -r requirements.txt -c constraints/py3.X.txt (your Python)")
+    check("all pins of requirements*.txt", "; ".join(broken_pins()) or None,
+          "pip install -r requirements.txt")
+    tensorflow = importlib.util.find_spec("tensorflow") is not None
+    check("TensorFlow", None if tensorflow else "TensorFlow not installed",
+          "pip install -r requirements.txt" if smi is None else GPU_INSTALL)
     if smi is None:
         table.append(["NVIDIA driver", "none found (CPU only)",
                       "fine for the series (ci/laptop profile); on a GPU instance install the "
                       "NVIDIA driver, then requirements-gpu.txt"])
         return table
     table.append(["NVIDIA driver", f"ok: {len(smi)} GPU(s)", "-"])
-    cards = gpu_cards()
-    table.append(["TensorFlow sees the GPUs", f"ok: {len(cards)}", "-"] if cards else
-                 ["TensorFlow sees the GPUs", "problem: 0 GPUs",
-                  "install TensorFlow's CUDA build in its own environment: "
-                  "make lab REQUIREMENTS=requirements-gpu.txt"])
-    for card in {c.describe(): c for c in cards}.values():
-        fits = runs_mxnet_kernels(card.capability)
-        table.append([f"MXNet's CUDA build on {card.name}", {
+    if tensorflow:
+        try:
+            cards, problem = len(gpu_cards()), "0 GPUs"
+        except Exception as exc:  # noqa: BLE001  (installed, but fails as it loads: a row)
+            cards, problem = 0, f"TensorFlow does not import: {_last_line(str(exc))}"
+        check("TensorFlow sees the GPUs", problem if not cards else None, GPU_INSTALL,
+              f"ok: {cards}")
+    for name, cap in dict(query_nvidia_smi("name,compute_cap") or []).items():
+        major, _, minor = cap.partition(".")
+        fits = runs_mxnet_kernels((int(major), int(minor)) if (major + minor).isdigit() else None)
+        table.append([f"MXNet's CUDA build on {name}", {
             True: "has kernels for it", False: "has NO kernels for it",
             None: "unknown (no compute capability)"}[fits],
             "-" if fits else "MXNet runs on the CPU on this GPU (see README, GPU instances)"])
@@ -142,12 +153,8 @@ def probe(root: Path, report: dict[str, Any]) -> None:
     if importlib.util.find_spec("tensorflow") is not None:
         try:  # TensorFlow loads its CUDA 12 libraries first, as in the notebooks
             tf = import_tensorflow(keras=False)
-            gpus = tf.config.list_physical_devices("GPU")
-            for gpu in gpus:
-                details = tf.config.experimental.get_device_details(gpu)
-                report["cards"].append([details.get("device_name", "GPU"),
-                                        details.get("compute_capability")])
-            if gpus:
+            report["cards"] = [[card.name, card.capability] for card in gpu_cards()]
+            if report["cards"]:
                 with tf.device("/GPU:0"):
                     float(tf.reduce_sum(tf.ones((2, 2))))
         except Exception as exc:  # noqa: BLE001  (recorded; MXNet is what is probed)

@@ -38,12 +38,14 @@ from helpers.workers.common import READY, RESULT_PREFIX, parse_results
 
 SERVER_MODULE = "helpers.workers.mx_worker"
 TRAIN_MODULE = "helpers.workers.mx_train"
+ROLES = ("scheduler", "server", "worker")
 
 
 def dmlc_env(role: str, scheduler_host: str, scheduler_port: int, servers: int, workers: int,
              node_host: str | None = None, verbose: int = 0) -> dict[str, str]:
     """The ``DMLC_*`` variables of one process: ``node_host`` is the address it advertises
     to the others, ``verbose`` sets ``PS_VERBOSE`` (1 logs registration, 2 every message)."""
+    require_choice("role (DMLC_ROLE)", role, ROLES, "the only roles ps-lite knows")
     for name, host in (("scheduler_host", scheduler_host), ("node_host", node_host or "-")):
         if not isinstance(host, str) or not host.strip():
             raise ValueError(f"{name} must be a host name or address, not {host!r}")
@@ -82,8 +84,8 @@ class LocalMXCluster(LocalCluster):
     ``module`` is the worker program, run as ``python -m module *args``; it joins with
     :func:`helpers.workers.mx_worker.connect`. ``threads`` sets ``OMP_NUM_THREADS`` in
     every process (None: MXNet's default), so workers on a few cores share them. Ready
-    means the scheduler's own process listens and every worker printed
-    :data:`~helpers.workers.common.READY` (MXNet lets it only once all have registered).
+    means every worker printed :data:`~helpers.workers.common.READY` (MXNet lets it only
+    once all have registered); ``ready_timeout`` bounds each wait of the start.
     """
 
     #: ps-lite's and MXNet's own log lines: ``[12:00:00] ../src/van.cc:310: ...``.
@@ -112,8 +114,8 @@ class LocalMXCluster(LocalCluster):
                              "variables itself; pass workers=, servers=, port= or host= instead")
         self.host = check_host(host)
         self.port = ensure_port_free(port, host) if port is not None else None
-        self.worker_command = python_module_command(module, *args)
-        self.server_command = python_module_command(SERVER_MODULE)
+        self.commands = {"worker": python_module_command(module, *args),
+                         "server": python_module_command(SERVER_MODULE)}
         self.module, self.workers, self.servers, self.verbose = module, workers, servers, verbose
         self.extra_env = dict(env or {})
         if threads is not None:
@@ -135,7 +137,7 @@ class LocalMXCluster(LocalCluster):
         table = Table(["task", "DMLC_ROLE", "pid", "program", "state", "listening on", "log"])
         for name in self.task_names():
             proc = self.group.processes.get(name)
-            program = SERVER_MODULE if self.role_of(name) != "worker" else self.module
+            program = self.module if self.role_of(name) == "worker" else SERVER_MODULE
             table.append([name, self.role_of(name), proc.pid if proc else None, program,
                           self.state(name), self.listening_on(name),
                           proc.log_path.name if proc else None])
@@ -143,8 +145,13 @@ class LocalMXCluster(LocalCluster):
 
     # -- life cycle ------------------------------------------------------------------
     def launch(self) -> None:
-        """Start every process and return at once: for a job that gets ready while the
-        notebook does other work; its ``wait()`` reports any process that failed meanwhile."""
+        """Start the scheduler, then, once that very process listens on the port, the
+        servers and workers, and return: ``wait()`` reports a process that fails later.
+
+        ps-lite has no cluster id, and its scheduler never moves to another port (taken,
+        it exits: "bind failed"); a server or worker started earlier would register with
+        whichever scheduler holds the port, another cluster's if both were given one port.
+        """
         if self.group.processes:
             raise RuntimeError("this cluster was started already; make a new LocalMXCluster")
         address = socket.getaddrinfo(self.host, None)[0][4][0].split("%")[0]
@@ -155,43 +162,48 @@ class LocalMXCluster(LocalCluster):
         self.port = self.port or free_port(self.host)
         self.group.claim_ports([self.port], "this LocalMXCluster")
         ensure_port_free(self.port, self.host)
-        for name in self.task_names():
-            role = self.role_of(name)
-            self.group.start(name, self.worker_command if role == "worker" else
-                             self.server_command, {**self.extra_env, **dmlc_env(
-                                 role, self.host, self.port, self.servers, self.workers,
-                                 verbose=self.verbose)})
+        try:
+            for name in self.task_names():
+                role = self.role_of(name)
+                self.group.start(name, self.commands.get(role, self.commands["server"]), {
+                    **self.extra_env, **dmlc_env(role, self.host, self.port, self.servers,
+                                                 self.workers, verbose=self.verbose)})
+                if role == "scheduler":
+                    scheduler = self.group.processes[name]
+                    self.group.wait_until(scheduler, lambda: self._raise_if_any_exited() or (
+                        scheduler.listens_on(self.port, self.host)), self.ready_timeout,
+                        f"listening on {self.port}")
+        except BaseException:
+            self.stop()
+            raise
 
     def start(self, wait_for_workers: bool = True) -> float:
         """Start every process; return seconds until the cluster has formed (the scheduler
         listening or, with ``wait_for_workers``, every worker ready). A process that exits
         first (RuntimeError) or ``ready_timeout`` (TimeoutError) ends every process."""
         begin = time.monotonic()
+        self.launch()
+        workers = [p for n, p in self.group.processes.items() if self.role_of(n) == "worker"]
+
+        def formed() -> bool:  # a short job may have ended since: wait() says how
+            return all(READY in p.log() for p in workers) or self._raise_if_any_exited()
+
         try:
-            self.launch()
-            scheduler = self.group.processes["scheduler"]
-            workers = [self.group.processes[n] for n in self.task_names()
-                       if self.role_of(n) == "worker"]
-
-            def formed() -> bool:
-                if wait_for_workers and all(READY in p.log() for p in workers):
-                    return True  # a short job may have ended since: wait() says how
-                self._raise_if_any_exited()
-                return not wait_for_workers and scheduler.listens_on(self.port, self.host)
-
-            what = "the cluster formed (every worker ready)" if wait_for_workers else "listening"
-            self.group.wait_until(scheduler, formed, self.ready_timeout, what)
+            if wait_for_workers:
+                self.group.wait_until(self.group.processes["scheduler"], formed,
+                                      self.ready_timeout, "the cluster formed (every worker ready)")
         except BaseException:
             self.stop()
             raise
         self.ready_seconds = time.monotonic() - begin
         return self.ready_seconds
 
-    def _raise_if_any_exited(self) -> None:
+    def _raise_if_any_exited(self) -> bool:
         """While forming, any exit is fatal (but a very short worker may be done already)."""
         for name, proc in self.group.processes.items():
             if not (proc.alive or (self.role_of(name) == "worker" and READY in proc.log())):
                 self._fail(name, proc.returncode, " before the cluster formed")
+        return False
 
     def wait(self, tasks: list[str] | None = None, timeout: float = 120.0) -> dict[str, int]:
         """Wait for ``tasks`` to exit (by default the whole job); return their exit codes.

@@ -24,6 +24,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from logging.handlers import BufferingHandler
 from typing import TextIO
 
 from helpers.output import Table
@@ -60,9 +61,7 @@ def capture_fds(fds: tuple[int, ...] = (1, 2)) -> Iterator[CapturedOutput]:
     """Send everything written to descriptors ``fds`` (1 and/or 2) inside the block to a buffer."""
     if not fds or not set(fds) <= {1, 2}:
         raise ValueError(f"capture_fds captures descriptors 1 and/or 2, not {fds!r}")
-    result = CapturedOutput()
-    saved: dict[int, int] = {}
-    files = {}
+    result, saved, files = CapturedOutput(), {}, {}
     _flush_everything()
     try:
         for fd in fds:
@@ -82,15 +81,6 @@ def capture_fds(fds: tuple[int, ...] = (1, 2)) -> Iterator[CapturedOutput]:
             handle.close()
 
 
-class _Collect(logging.Handler):
-    def __init__(self, records: list[logging.LogRecord]) -> None:
-        super().__init__()
-        self.records = records
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
 @contextmanager
 def capture_log(logger_name: str) -> Iterator[list[logging.LogRecord]]:
     """Collect what the logger ``logger_name`` emits inside the block, unprinted.
@@ -103,11 +93,11 @@ def capture_log(logger_name: str) -> Iterator[list[logging.LogRecord]]:
         raise ValueError(
             f"capture_log needs a logger name such as 'tensorflow', not {logger_name!r}")
     logger = logging.getLogger(logger_name)
-    records: list[logging.LogRecord] = []
+    collect = BufferingHandler(sys.maxsize)  # never full, so it keeps every record
     handlers, propagate = list(logger.handlers), logger.propagate
-    logger.handlers, logger.propagate = [_Collect(records)], False
+    logger.handlers, logger.propagate = [collect], False
     try:
-        yield records
+        yield collect.buffer
     finally:
         logger.handlers, logger.propagate = handlers, propagate
 
@@ -160,9 +150,6 @@ class PlacementLog:
     def devices_of(self, op: str) -> set[str]:
         """Short device names where nodes of op type (or node name) ``op`` were placed."""
         return {r.short_device for r in self.records if op in (r.op, r.name)}
-
-    def devices(self) -> set[str]:
-        return {r.short_device for r in self.records}
 
     def table(self, skip_plumbing: bool = True, via: str | None = None) -> Table:
         """The records, by default without the _Arg/_Retval plumbing nodes.

@@ -1,16 +1,12 @@
 """The data, the small model and the custom training step that every training lesson shares.
 
-The multi-worker lessons compare *strategies*, so the model, the data and the step must be the
-same under each: a small Keras 3 CNN on handwritten digits and a step written with
-``tf.GradientTape``. A custom loop rather than ``model.fit`` because, with Keras 3, ``fit`` runs
-neither under ``MultiWorkerMirroredStrategy`` with two or more workers nor under
-``ParameterServerStrategy``; this loop runs under both. Data order is a pure function of
-``(seed, step)``, so a run resumed from a checkpoint sees exactly the batches an uninterrupted
-run sees, which is what lets the fault-tolerance lesson assert that nothing was lost.
-
-The digits are MNIST when Keras has cached it (``~/.keras/datasets/mnist.npz``), else the UCI
-handwritten digits bundled in ``helpers/datasets/`` (1,797 real 8x8 scans, scikit-learn's
-``load_digits``): CI machines and many classrooms have no internet.
+The multi-worker lessons compare *strategies*, so the model, the data and the step are the same
+under each: a small Keras 3 CNN on handwritten digits and a ``tf.GradientTape`` step. A custom
+loop, because Keras 3's ``fit`` runs neither under ``MultiWorkerMirroredStrategy`` with two or
+more workers nor under ``ParameterServerStrategy``. Data order is a pure function of
+``(seed, step)``, so a run resumed from a checkpoint sees the batches an uninterrupted run sees.
+The digits are MNIST when Keras has cached it, else the UCI digits bundled in
+``helpers/datasets/`` (1,797 real 8x8 scans): CI machines and many classrooms have no internet.
 """
 
 from __future__ import annotations
@@ -24,8 +20,6 @@ from typing import Any
 import numpy as np
 
 from helpers.frameworks import import_tensorflow
-
-# -- Real handwritten digits, with no network needed.
 
 MNIST_CACHE = Path.home() / ".keras" / "datasets" / "mnist.npz"
 #: The bundled UCI digits: one row per image, 64 pixel values (0-16) and then the label.
@@ -62,11 +56,9 @@ def load_digits(prefer_mnist: bool = True, test_fraction: float = 0.2, seed: int
     split at random (``seed``) into training and test images."""
     if prefer_mnist and MNIST_CACHE.exists():
         with np.load(MNIST_CACHE) as data:
-            x_train, y_train, x_test, y_test = (data[k] for k in
-                                                ("x_train", "y_train", "x_test", "y_test"))
-        return Digits("MNIST (Keras cache)", (x_train[..., None] / np.float32(255)),
-                      y_train.astype(np.int64), (x_test[..., None] / np.float32(255)),
-                      y_test.astype(np.int64))
+            x, y, xt, yt = (data[k] for k in ("x_train", "y_train", "x_test", "y_test"))
+        return Digits("MNIST (Keras cache)", x[..., None] / np.float32(255), y.astype(np.int64),
+                      xt[..., None] / np.float32(255), yt.astype(np.int64))
     pixels, labels = read_uci_digits()
     images = (pixels / 16.0).astype(np.float32)[..., None]
     order = np.random.default_rng(seed).permutation(len(images))
@@ -83,16 +75,10 @@ def training_arrays(examples: int, seed: int = 0) -> tuple[np.ndarray, np.ndarra
     return digits.x_train[index], digits.y_train[index].astype(np.int32), digits.source
 
 
-# -- The model, the data pipeline and the step.
-
-
 def build_model(input_shape: tuple[int, ...], classes: int = 10, seed: int = 0) -> Any:
-    """A small Keras 3 CNN (conv, pool, dense) whose initial weights depend on ``seed`` only.
-
-    Build it inside ``strategy.scope()`` so the strategy creates (mirrors, or places on the
-    parameter servers) its variables. Each layer gets its own seeded initializer rather than
-    a global seed, which would also fix every worker's data shuffle.
-    """
+    """A small Keras 3 CNN whose initial weights depend on ``seed`` only: each layer gets its
+    own seeded initializer, since a global seed would also fix every worker's data shuffle.
+    Build it inside ``strategy.scope()``, so the strategy creates its variables."""
     import_tensorflow()
     import keras  # noqa: PLC0415  (after TensorFlow's quiet import)
 
@@ -120,18 +106,14 @@ def make_dataset(x: np.ndarray, y: np.ndarray, batch: int, seed: int | None = 0,
                  start_step: int = 0) -> Any:
     """Shuffled, repeated batches of ``batch`` examples, starting at batch ``start_step``.
 
-    ``batch`` is the *global* batch under MultiWorkerMirroredStrategy (the strategy splits it
-    between replicas) and one worker's batch under ParameterServerStrategy. Sharding is by
-    data, so it works without input files. ``seed=None`` shuffles differently in every
-    process (ParameterServerStrategy: each worker reads its own copy), as long as no global
-    seed is set.
+    ``batch`` is the *global* batch under MultiWorkerMirroredStrategy and one worker's batch
+    under ParameterServerStrategy. Sharding is by data (no input files needed); ``seed=None``
+    shuffles differently in every process, as long as no global seed is set.
     """
     tf = import_tensorflow()
     dataset = (tf.data.Dataset.from_tensor_slices((x, y))
-               .shuffle(len(x), seed=seed, reshuffle_each_iteration=True)
-               .repeat()
-               .batch(batch, drop_remainder=True)
-               .skip(start_step))
+               .shuffle(len(x), seed=seed, reshuffle_each_iteration=True).repeat()
+               .batch(batch, drop_remainder=True).skip(start_step))
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
     options.deterministic = True
@@ -139,13 +121,9 @@ def make_dataset(x: np.ndarray, y: np.ndarray, batch: int, seed: int | None = 0,
 
 
 def make_update_counter() -> Any:
-    """A step counter that every update increments once (create it in ``strategy.scope()``).
-
-    ``ONLY_FIRST_REPLICA`` makes one increment per synchronous step under mirrored
-    strategies; under ParameterServerStrategy it lives on a parameter server and each
-    worker's ``assign_add`` is atomic, so it counts every asynchronous update exactly. It is
-    also the step number a checkpoint stores.
-    """
+    """A step counter that every update increments once (create it in ``strategy.scope()``),
+    the step number a checkpoint stores. ``ONLY_FIRST_REPLICA``: one increment per synchronous
+    step under mirrored strategies; on a parameter server, one atomic increment per update."""
     tf = import_tensorflow()
     return tf.Variable(0, dtype=tf.int64, trainable=False, name="updates",
                        aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
@@ -160,9 +138,10 @@ def make_step_fn(model: Any, optimizer: Any, global_batch: int,
     gradient of one big batch. Keras 3's optimizer all-reduces the gradients itself when
     it runs in a replica context.
 
-    Returns ``(loss, staleness)``. The step reads ``counter`` before it reads the weights
-    and increments it after its update has landed; staleness is how many updates
-    *other* workers applied in between (always 0 when training is synchronous).
+    Returns ``(loss, staleness)``: the updates *other* workers applied between this step's
+    read of ``counter`` (before the weights) and its increment (once its update landed). A
+    mirrored strategy reads and increments it within one synchronous step, so there it is 0
+    by construction; only an asynchronous strategy (notebook 07) can make it larger.
     """
     tf = import_tensorflow()
     import keras  # noqa: PLC0415
@@ -215,13 +194,5 @@ def make_train_step(strategy: Any, model: Any, optimizer: Any, global_batch: int
 def weights_checksum(model_or_weights: Any) -> str:
     """SHA-256 of all weights' bytes (first 16 hex digits): equal only if bit-identical."""
     weights = getattr(model_or_weights, "get_weights", lambda: model_or_weights)()
-    digest = hashlib.sha256()
-    for w in weights:
-        digest.update(np.ascontiguousarray(np.asarray(w)).tobytes())
+    digest = hashlib.sha256(b"".join(np.ascontiguousarray(w).tobytes() for w in weights))
     return digest.hexdigest()[:16]
-
-
-def accuracy(model: Any, x: np.ndarray, y: np.ndarray) -> float:
-    """Fraction of ``x`` the model classifies right (evaluated on this process's device)."""
-    logits = np.asarray(model(x, training=False))
-    return float(np.mean(np.argmax(logits, axis=1) == y))

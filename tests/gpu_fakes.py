@@ -2,14 +2,16 @@
 
 What is faked is exactly what the helpers ask: TensorFlow's physical GPUs, their device
 details (name, compute capability), its logical-device and memory-growth configuration
-(with the runtime's one-time rule), ``nvidia-smi``'s CSV answers, and MXNet's own GPU
-count and contexts. The helpers' logic above those calls is the real one.
+(with the runtime's one-time rule), ``nvidia-smi``'s answers (modelled, or recorded on a
+real card), and MXNet's own GPU count and contexts. The helpers' logic above those calls is
+the real one.
 """
 
 from __future__ import annotations
 
 import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -21,6 +23,10 @@ CARDS: dict[str, tuple[str, int, tuple[int, int]]] = {
     "A100-80GB": ("NVIDIA A100-SXM4-80GB", 81920, (8, 0)),
     "H100": ("NVIDIA H100 80GB HBM3", 81559, (9, 0)),
 }
+#: Cards whose ``nvidia-smi`` answers were recorded on a real machine (``gpu_reference/``):
+#: one of them is answered from the recording, several from the model.
+RECORDED_CARDS = {"H200": ("NVIDIA H200", 143771, (9, 0))}
+ALL_CARDS = CARDS | RECORDED_CARDS
 
 
 @dataclass(frozen=True)
@@ -57,7 +63,7 @@ class FakeTFConfig:
     def get_device_details(self, device: FakeDevice) -> dict[str, Any]:
         if device.device_type != "GPU":
             return {}
-        name, _memory, capability = CARDS[self.card]
+        name, _memory, capability = ALL_CARDS[self.card]
         return {"device_name": name, "compute_capability": capability}
 
     def get_logical_device_configuration(self, device: FakeDevice) -> list[Any] | None:
@@ -141,7 +147,9 @@ def fake_nvidia_smi(card: str, gpus: int, extra_mb: int = 0, mig: tuple[str, ...
     ``mig`` puts every card in MIG mode with slices of these profiles (``"1g.10gb"``):
     ``-L`` lists them under their card, and ``memory.total`` still reports the whole card.
     """
-    name, memory, capability = CARDS[card]
+    if card in RECORDED_CARDS and gpus == 1 and not (extra_mb or mig):
+        return recorded_nvidia_smi(card)
+    name, memory, capability = ALL_CARDS[card]
     values = {"index": lambda i: str(i), "uuid": lambda i: f"GPU-{i:08d}-aaaa-bbbb-cccc",
               "name": lambda i: name, "memory.total": lambda i: f"{memory + i * extra_mb} MiB",
               "memory.used": lambda i: "0 MiB", "utilization.gpu": lambda i: "0 %",
@@ -165,3 +173,39 @@ def fake_nvidia_smi(card: str, gpus: int, extra_mb: int = 0, mig: tuple[str, ...
 def mig_uuid(card: int, slice_: int) -> str:
     """The ``MIG-`` UUID :func:`fake_nvidia_smi` gives slice ``slice_`` of card ``card``."""
     return f"MIG-{card:04d}{slice_:04d}-dddd-eeee-ffff-{card * 8 + slice_:012d}"
+
+
+#: Outputs of ``nvidia-smi`` recorded on real cards (gpu_reference/README.md says where).
+REFERENCE = Path(__file__).with_name("gpu_reference")
+#: The fields of a recorded ``--query-gpu`` answer (``h200-smi-query.txt``), in its order.
+RECORDED_FIELDS = ("index", "uuid", "name", "memory.total", "memory.used", "utilization.gpu",
+                   "compute_cap")
+
+
+def recorded(card: str, what: str) -> str:
+    """The recorded output ``what`` (``L``, ``q``, ``query``; ``""`` for plain ``nvidia-smi``)."""
+    return (REFERENCE / f"{card.lower()}-smi{'-' + what if what else ''}.txt").read_text()
+
+
+def recorded_nvidia_smi(card: str = "H200") -> Any:
+    """A ``subprocess.run`` that answers ``nvidia-smi`` as the recorded card did: ``-L`` and
+    ``-q`` word for word, ``--query-gpu`` with any of the recorded fields, in the order asked;
+    other programs (``uname -p`` for ``platform``) run for real."""
+    rows = [dict(zip(RECORDED_FIELDS, (p.strip() for p in line.split(",")), strict=True))
+            for line in recorded(card, "query").splitlines() if line.strip()]
+    real = subprocess.run
+
+    def run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess:
+        if not str(command[0]).endswith("nvidia-smi"):
+            return real(command, **kwargs)
+        args = command[1:]
+        if args in (["-L"], ["-q"]):
+            out = recorded(card, args[0][1:])
+        elif args[0].startswith("--query-gpu=") and args[1:] == ["--format=csv,noheader"]:
+            fields = args[0].split("=", 1)[1].split(",")
+            out = "".join(", ".join(row[f] for f in fields) + "\n" for row in rows)
+        else:
+            raise AssertionError(f"nvidia-smi {' '.join(args)} was not recorded on the {card}")
+        return subprocess.CompletedProcess(command, 0, out, "")
+
+    return run

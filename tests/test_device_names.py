@@ -32,14 +32,15 @@ def test_short_and_full_round_trip():
 def test_job_and_task_without_replica():
     name = parse_device("/job:ps/task:0/device:CPU:0")
     assert (name.job, name.task, name.replica) == ("ps", 0, None)
+    assert parse_device(" /job:ps/task:1/cpu:0 ") == DeviceName("CPU", 0, "ps", None, 1)
 
 
 @pytest.mark.parametrize(
     ("spec", "message"),
-    [("", "empty"), ("/fpga:0", "unknown device type"), ("/gpu", "TYPE:INDEX"),
-     ("/gpu:x", "TYPE:INDEX"), ("/job:worker/task:0", "names no device"),
-     ("/job:worker/task:one/device:CPU:0", "must be a number"),
-     ("/job:a/job:b/device:CPU:0", "appears twice"), ("/host:1/device:CPU:0", "unknown part")],
+    [("", "empty"), (None, "empty"), ("/fpga:0", "unknown device type 'fpga'"),
+     ("/gpu", "TYPE:INDEX"), ("/gpu:x", "TYPE:INDEX"), ("/job:worker/task:0", "TYPE:INDEX"),
+     ("/job:worker/task:one/device:CPU:0", "TYPE:INDEX"), ("/job:a/job:b/device:CPU:0", "TYPE"),
+     ("/host:1/device:CPU:0", "TYPE:INDEX"), ("/task:0/job:ps/device:CPU:0", "TYPE:INDEX")],
 )
 def test_bad_device_strings_say_what_is_accepted(spec, message):
     with pytest.raises(ValueError, match=message) as err:

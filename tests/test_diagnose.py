@@ -92,3 +92,50 @@ def test_gpu_t4_with_the_mxnet_gpu_route_is_ok(monkeypatch):
     found = rows(environment.diagnose())
     assert found["MXNet's CUDA build on Tesla T4"] == ("has kernels for it", "-")
     assert found["MXNet build"] == ("ok: CUDA build, probe passed, 2 GPU(s)", "-")
+
+
+def test_gpu_h200_without_tensorflow_gets_a_row_not_a_traceback(monkeypatch):
+    """A fresh cloud GPU instance: the driver answers (the recorded H200's nvidia-smi) and
+    TensorFlow is not installed, in a fresh interpreter where ``import tensorflow`` fails."""
+    import json
+    from pathlib import Path
+
+    from fresh_python import run_python
+
+    monkeypatch.setenv("SERIES_MXNET_GPU_DIR", "/nonexistent/.mxnet-gpu")  # MXNet's CPU wheel
+    done = run_python(f"""
+        import json, shutil, subprocess, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        sys.modules["tensorflow"] = None  # import tensorflow: ModuleNotFoundError
+        from gpu_fakes import recorded_nvidia_smi
+        shutil.which = lambda exe: "/usr/bin/" + exe
+        subprocess.run = recorded_nvidia_smi("H200")
+        from helpers.environment import diagnose
+        print(json.dumps(diagnose().rows))
+    """)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = rows(type("T", (), {"rows": json.loads(done.stdout.splitlines()[-1])}))
+    assert found["TensorFlow"] == (
+        "problem: TensorFlow not installed",
+        "make lab REQUIREMENTS=requirements-gpu.txt (TensorFlow's CUDA build, in an "
+        "environment of its own)")
+    assert found["NVIDIA driver"] == ("ok: 1 GPU(s)", "-")
+    assert found["MXNet's CUDA build on NVIDIA H200"][0] == "has NO kernels for it"  # 9.0
+    assert "TensorFlow sees the GPUs" not in found  # it cannot look
+
+
+def test_gpu_tensorflow_that_fails_as_it_loads_gets_a_row(monkeypatch):
+    """Kaggle's protobuf, older than TensorFlow 2.21 wants: installed, but no import."""
+    from helpers import devices
+    from helpers.mxnet_gpu import MXNetRoute
+
+    _gpu_machine(monkeypatch, "T4", 2, MXNetRoute("cpu", "not-installed"))
+
+    def broken(**_kw):
+        raise ImportError("cannot import name 'runtime_version' from 'google.protobuf'")
+
+    monkeypatch.setattr(devices, "import_tensorflow", broken)
+    status, fix = rows(environment.diagnose())["TensorFlow sees the GPUs"]
+    assert status == ("problem: TensorFlow does not import: cannot import name "
+                      "'runtime_version' from 'google.protobuf'")
+    assert "requirements-gpu.txt" in fix

@@ -1,10 +1,11 @@
-"""GPU scenario matrix: 0, 1, 2, 4 and 8 cards of T4, L4, A100 and H100, without a GPU.
+"""GPU scenario matrix: 0, 1, 2, 4 and 8 cards of T4, L4, A100, H100 and H200, without a GPU.
 
 Discovery is faked where the helpers ask (TensorFlow's physical devices and device
 details, nvidia-smi, MXNet's own GPU count, the MXNet GPU route's verdict); everything
 above it is the series' real code: the device plan, its banner, the virtual GPUs and
 their memory caps, memory growth, MXNet's contexts, the environment of each worker
-process and the gpu profile's sizes.
+process and the gpu profile's sizes. One H200 answers with the nvidia-smi outputs recorded on
+a real one (``gpu_reference/``).
 """
 
 from __future__ import annotations
@@ -12,12 +13,21 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
 
 import pytest
-from gpu_fakes import CARDS, FakeMX, FakeTF, fake_nvidia_smi, mig_uuid
+from gpu_fakes import (
+    ALL_CARDS,
+    FakeMX,
+    FakeTF,
+    fake_nvidia_smi,
+    mig_uuid,
+    recorded,
+    recorded_nvidia_smi,
+)
 
 from helpers import devices, frameworks
 from helpers.devices import reserve_mb
@@ -25,17 +35,17 @@ from helpers.mxnet_gpu import MXNetRoute, runs_mxnet_kernels
 from helpers.profiles import PROFILES, device_memory_mb, get_profile, matpow_gpu_mb
 from helpers.tf_cluster import gpu_task_env
 
-SCENARIOS = [("none", 0)] + [(card, n) for card in CARDS for n in (1, 2, 4, 8)]
+SCENARIOS = [("none", 0)] + [(card, n) for card in ALL_CARDS for n in (1, 2, 4, 8)]
 IDS = [f"gpu-{n}x{card}" for card, n in SCENARIOS]
 CPU_WHEEL = MXNetRoute("cpu", "not-installed")
 
 
 def gpu_route(card: str, gpus: int) -> MXNetRoute:
     """What the MXNet GPU route's probe concludes on ``gpus`` cards of this kind."""
-    if runs_mxnet_kernels(CARDS[card][2]):
+    if runs_mxnet_kernels(ALL_CARDS[card][2]):
         return MXNetRoute("gpu", "ok", side_dir=".mxnet-gpu", gpus=gpus)
     return MXNetRoute("cpu", "no-kernel-image", side_dir=".mxnet-gpu",
-                      cards=((CARDS[card][0], CARDS[card][2]),))
+                      cards=((ALL_CARDS[card][0], ALL_CARDS[card][2]),))
 
 
 @pytest.fixture(autouse=True)
@@ -51,7 +61,7 @@ def jit_cache_home(monkeypatch, tmp_path):
 
 def machine(monkeypatch, card: str, gpus: int, route: MXNetRoute = CPU_WHEEL) -> FakeTF:
     """Make this process see ``gpus`` cards of kind ``card`` (none for ``gpus=0``)."""
-    card = card if card in CARDS else "T4"
+    card = card if card in ALL_CARDS else "T4"
     tf = FakeTF(gpus, card)
     monkeypatch.setattr(devices, "import_tensorflow", lambda **_kw: tf)
     monkeypatch.setattr(shutil, "which",
@@ -89,7 +99,7 @@ def test_gpu_plan_banner_and_memory(monkeypatch, card, gpus, needed):
         assert "MXNet" not in banner and "MiB" not in banner  # the CPU banner is unchanged
         assert devices.GROWTH_ENV not in os.environ
         return
-    name, card_mb, capability = CARDS[card]
+    name, card_mb, capability = ALL_CARDS[card]
     assert f"{gpus} GPU(s) ({name} ({card_mb / 1024:.0f} GiB, compute capability " \
            f"{capability[0]}.{capability[1]}))" in banner
     assert "MXNet: CPU wheel" in banner  # every GPU banner says where MXNet runs
@@ -124,7 +134,7 @@ def test_gpu_plan_banner_and_memory(monkeypatch, card, gpus, needed):
         assert f"{plan.devices[1]} (card 1)" in banner
 
 
-@pytest.mark.parametrize("card", list(CARDS), ids=[f"gpu-{c}" for c in CARDS])
+@pytest.mark.parametrize("card", list(ALL_CARDS), ids=[f"gpu-{c}" for c in ALL_CARDS])
 def test_gpu_lesson_memory_need_is_given_when_it_fits_and_warned_when_not(monkeypatch, card):
     tf = machine(monkeypatch, card, 1)
     size = get_profile("gpu").matpow_size  # notebook 04's need, from the fitted profile
@@ -134,8 +144,8 @@ def test_gpu_lesson_memory_need_is_given_when_it_fits_and_warned_when_not(monkey
     assert {c.memory_limit for c in tf.config.logical["/physical_device:GPU:0"]} == {need}
     assert "WARNING" not in plan.banner()
     tf = machine(monkeypatch, card, 1)
-    greedy = devices.plan_devices(2, gpu_memory_mb=CARDS[card][1])  # a whole card each
-    assert greedy.memory.fits is False and greedy.memory.per_device_mb < CARDS[card][1] // 2
+    greedy = devices.plan_devices(2, gpu_memory_mb=ALL_CARDS[card][1])  # a whole card each
+    assert greedy.memory.fits is False and greedy.memory.per_device_mb < ALL_CARDS[card][1] // 2
     assert "WARNING: the lesson needs" in greedy.banner() and "smaller profile" in greedy.banner()
 
 
@@ -189,7 +199,7 @@ def test_gpu_profile_fits_the_smallest_card(monkeypatch, card, gpus, mxnet_on_gp
     route = MXNetRoute("gpu", "ok", gpus=gpus) if mxnet_on_gpu else CPU_WHEEL
     monkeypatch.setattr("helpers.frameworks.mxnet_route", lambda: route)
     profile = get_profile("gpu")
-    card_mb = CARDS[card][1]
+    card_mb = ALL_CARDS[card][1]
     assert matpow_gpu_mb(profile.matpow_size, gpus, mxnet_on_gpu) <= card_mb - reserve_mb(card_mb)
     seed = PROFILES["gpu"].matpow_size
     if matpow_gpu_mb(seed, gpus, mxnet_on_gpu) <= card_mb - reserve_mb(card_mb):
@@ -230,16 +240,16 @@ def test_gpu_virtual_devices_after_start_are_explained(monkeypatch):
         devices.plan_devices(4)
 
 
-# --- H100: TensorFlow 2.21 ships PTX only for compute capability 9.0 ----------------------
+# --- H100 and H200: TensorFlow 2.21 ships PTX only for compute capability 9.0 ------------
 
 
-@pytest.mark.parametrize("card", list(CARDS), ids=[f"gpu-{c}" for c in CARDS])
+@pytest.mark.parametrize("card", list(ALL_CARDS), ids=[f"gpu-{c}" for c in ALL_CARDS])
 def test_gpu_jit_cache_is_shared_only_where_tensorflow_has_no_sass(monkeypatch, card,
                                                                      jit_cache_home):
     machine(monkeypatch, card, 2)
     banner = devices.plan_devices(2).banner()
-    name = CARDS[card][0]
-    if card != "H100":  # T4 7.5 runs sm_70, L4 sm_89, A100 sm_80: no JIT, nothing set
+    name = ALL_CARDS[card][0]
+    if ALL_CARDS[card][2] < (9, 0):  # T4 7.5 runs sm_70, L4 sm_89, A100 sm_80: no JIT
         assert "JIT" not in banner and "CUDA_CACHE_PATH" not in os.environ
         assert "CUDA_CACHE_MAXSIZE" not in os.environ and not jit_cache_home.exists()
         return
@@ -307,3 +317,39 @@ def test_gpu_mig_h100_slices_of_different_sizes(monkeypatch, jit_cache_home):
     assert "of its card's 38146 MiB" in banner and "(sm_90)" in banner  # still an H100
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", mig_uuid(0, 2)[:12])  # a UUID prefix
     assert devices.gpu_cards()[0].memory_mb == 9536
+
+
+# --- One real H200, as its nvidia-smi answered (gpu_reference/) -----------------------------
+
+
+def test_gpu_h200_recording_is_one_card_throughout():
+    """The recorded answers agree with one another: the query's line is the card that ``-L``,
+    ``-q`` and the plain table describe, and the fake answers from that line."""
+    index, uuid, name, total, used, _util, cap = recorded("H200", "query").strip().split(", ")
+    assert recorded("H200", "L").strip() == f"GPU {index}: {name} (UUID: {uuid})"
+    report = recorded("H200", "q")
+    for key, value in (("Attached GPUs", "1"), ("Product Name", name), ("GPU UUID", uuid),
+                       ("MIG Mode\n        Current", "Disabled"), ("Total", total)):
+        assert re.search(rf"{key} +: {value}\n", report), f"-q should say {key}: {value}"
+    assert f"{total.replace(' ', '')} " in recorded("H200", "") and name in recorded("H200", "")
+    assert (name, int(total.split()[0]), tuple(map(int, cap.split(".")))) == ALL_CARDS["H200"]
+    answer = recorded_nvidia_smi("H200")(["nvidia-smi", "--query-gpu=compute_cap,memory.used,name",
+                                          "--format=csv,noheader"])
+    assert answer.stdout == f"{cap}, {used}, {name}\n"
+
+
+def test_gpu_h200_recorded_answers_read_as_on_the_real_card(monkeypatch):
+    """What the series' nvidia-smi readers gave on the real H200 (h200-helpers.txt), and what
+    TensorFlow 2.21 would add: the card, its memory, the JIT line (only PTX for sm_90)."""
+    from helpers.machine import describe_machine
+
+    machine(monkeypatch, "H200", 1)
+    assert describe_machine()["gpus"] == ["NVIDIA H200 (143771 MiB)"]
+    assert devices._smi_rows() == [
+        ["0", "GPU-090b5001-509d-9192-081b-2b610a294b4c", "NVIDIA H200", "143771 MiB"]]
+    assert devices.nvidia_smi().rows == [["0", "NVIDIA H200", "143771 MiB", "0 MiB", "0 %"]]
+    assert devices.gpu_cards() == (devices.GPUCard(0, "NVIDIA H200", 143771, (9, 0)),)
+    banner = devices.plan_devices(2).banner()
+    assert "1 GPU(s) (NVIDIA H200 (140 GiB, compute capability 9.0))" in banner
+    assert "NVIDIA H200 (sm_90): TensorFlow 2.21.0 ships PTX only for it" in banner
+    assert get_profile("gpu").matpow_size == 10_000  # the seed's size fits 140 GiB

@@ -134,9 +134,8 @@ def test_mwms_worker_on_cpu_keeps_the_default_kernels_and_uses_ring():
     tf.distribute.experimental.CommunicationImplementation.__getitem__.assert_called_with("RING")
 
 
-def test_mwms_worker_alone_writes_its_results_and_exits_cleanly(tmp_path):
-    """One worker, run as a program: exit code 0 (through os._exit) and a complete JSON."""
-    import json  # noqa: PLC0415
+def _run_alone(*flags: str):
+    """The MWMS worker as a program, alone in its cluster, on the CPU."""
     import os  # noqa: PLC0415
     import subprocess  # noqa: PLC0415
     import sys  # noqa: PLC0415
@@ -146,13 +145,29 @@ def test_mwms_worker_alone_writes_its_results_and_exits_cleanly(tmp_path):
 
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "",
            "TF_CONFIG": tf_config({"worker": [f"127.0.0.1:{free_port()}"]}, "worker", 0)}
-    done = subprocess.run(
-        [sys.executable, "-m", "helpers.workers.mwms_train", "--steps", "3", "--examples", "64",
-         "--batch-per-replica", "16", "--out-dir", str(tmp_path)],
-        env=env, capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run([sys.executable, "-m", "helpers.workers.mwms_train", *flags], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_mwms_worker_alone_writes_its_results_and_exits_cleanly(tmp_path):
+    """One worker: exit code 0 (through os._exit) and a complete JSON."""
+    import json  # noqa: PLC0415
+
+    done = _run_alone("--steps", "3", "--examples", "64", "--batch-per-replica", "16",
+                      "--out-dir", str(tmp_path))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     result = json.loads((tmp_path / "worker-0.json").read_text())
     assert sorted(result["losses"]) == sorted(result["step_ended_seconds"]) == ["1", "2", "3"]
     ended = [result["step_ended_seconds"][s] for s in ("1", "2", "3")]
     assert ended == sorted(ended) and ended[-1] <= result["seconds"]
     assert "done: steps 1..3" in done.stdout
+
+
+def test_mwms_worker_refuses_a_global_batch_larger_than_the_data(tmp_path):
+    """Every step would hold all the examples: the worker says so and trains nothing."""
+    done = _run_alone("--steps", "3", "--examples", "8", "--batch-per-replica", "16",
+                      "--out-dir", str(tmp_path))
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert ("the global batch, --batch-per-replica 16 x 1 replicas = 16, is larger than "
+            "--examples 8" in done.stderr and "--examples 16 or more" in done.stderr)
+    assert "step 1/" not in done.stdout and not (tmp_path / "worker-0.json").exists()

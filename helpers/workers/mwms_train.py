@@ -20,16 +20,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from helpers import training
 from helpers.frameworks import import_tensorflow
-from helpers.training import (
-    build_model,
-    make_dataset,
-    make_optimizer,
-    make_train_step,
-    make_update_counter,
-    training_arrays,
-    weights_checksum,
-)
 from helpers.workers import common
 
 #: Exit code of a worker that lost a peer (EX_TEMPFAIL: "try again", i.e. restart).
@@ -55,16 +47,23 @@ def main(argv: list[str] | None = None) -> int:
 
     replicas = strategy.num_replicas_in_sync
     global_batch = args.batch_per_replica * replicas
+    if global_batch > args.examples:  # known only now: the strategy counts the replicas
+        print(f"mwms_train: error: the global batch, --batch-per-replica {args.batch_per_replica}"
+              f" x {replicas} replicas = {global_batch}, is larger than --examples "
+              f"{args.examples}: every step would hold all the examples, some twice; give "
+              f"--examples {global_batch} or more, or a smaller --batch-per-replica",
+              file=sys.stderr, flush=True)
+        return 2
     say(f"cluster {resolver.cluster_spec().as_dict()}; {replicas} replicas in sync, "
         f"collective {collective}, global batch {global_batch}")
-    x, y, source = training_arrays(args.examples, seed=args.seed)
+    x, y, source = training.training_arrays(args.examples, seed=args.seed)
     if args.try_fit:
         try_fit(tf, strategy, x, y, global_batch, say)
 
     with strategy.scope():
-        model = build_model(x.shape[1:], seed=args.seed)
-        optimizer = make_optimizer(args.learning_rate)
-        step = make_update_counter()  # +1 per step, inside the train step
+        model = training.build_model(x.shape[1:], seed=args.seed)
+        optimizer = training.make_optimizer(args.learning_rate)
+        step = training.make_update_counter()  # +1 per step, inside the train step
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step)
     manager = None
     if args.checkpoint_dir:
@@ -81,49 +80,43 @@ def main(argv: list[str] | None = None) -> int:
     if start_step == 0:
         say(f"starting from scratch on {source}")
 
-    dataset = make_dataset(x, y, global_batch, seed=args.seed, start_step=start_step)
+    dataset = training.make_dataset(x, y, global_batch, seed=args.seed, start_step=start_step)
     iterator = iter(strategy.experimental_distribute_dataset(dataset))
-    train_step = make_train_step(strategy, model, optimizer, global_batch, step)
+    train_step = training.make_train_step(strategy, model, optimizer, global_batch, step)
 
     losses: dict[int, float] = {}
-    stale: dict[int, int] = {}
+    stale: dict[int, int] = {}  # 0 by construction under this synchronous strategy
     ended: dict[int, float] = {}  # seconds from the loop's start to the end of each step
     began = time.monotonic()
     s = start_step
     try:
         for s in range(start_step + 1, args.steps + 1):
             loss, staleness = train_step(iterator)
-            losses[s] = float(loss)
-            stale[s] = int(staleness)
-            ended[s] = time.monotonic() - began
-            say(f"step {s}/{args.steps} loss {float(loss):.4f} staleness {int(staleness)}")
+            losses[s], stale[s], ended[s] = float(loss), int(staleness), time.monotonic() - began
+            say(f"step {s}/{args.steps} loss {losses[s]:.4f}")
             if manager is not None and (s % args.checkpoint_every == 0 or s == args.steps):
                 manager.save(checkpoint_number=s)
                 say(f"checkpoint saved at step {s}")
     except peer_lost as error:
-        # A peer died: this process's collectives can never complete again. Say so in
-        # one line and exit with a distinct code, so a launcher knows to restart the
-        # whole cluster (which resumes from the chief's last checkpoint).
+        # A peer died: this process's collectives can never complete again. Say so in one
+        # line and exit with a code that tells a launcher to restart the whole cluster.
         lines = [ln for ln in str(error).splitlines() if "unhealthy" in ln or "aborted" in ln]
         say(f"lost a peer during step {s}: {type(error).__name__}: "
             f"{(lines or [str(error).splitlines()[0]])[0].strip()}")
         say(f"exiting with code {EXIT_PEER_LOST}: restart the cluster to resume")
-        sys.stdout.flush()
         os._exit(EXIT_PEER_LOST)  # skip TF's shutdown barrier, which waits for the dead peer
     seconds = time.monotonic() - began
     if manager is not None and not is_chief:
         shutil.rmtree(os.path.join(args.checkpoint_dir, f"tmp-{name}"), ignore_errors=True)
 
-    checksum = weights_checksum(model)
+    checksum = training.weights_checksum(model)
     say(f"done: steps {start_step + 1}..{args.steps}, weights checksum {checksum}")
     if args.out_dir:
-        summary = {"task": name, "is_chief": is_chief, "replicas": replicas,
-                   "collective": collective, "global_batch": global_batch,
-                   "start_step": start_step, "end_step": args.steps, "losses": losses,
-                   "staleness": stale, "step_ended_seconds": ended,
-                   "checksum": checksum, "seconds": seconds, "data": source}
-        out = Path(args.out_dir) / f"{name}.json"
-        out.write_text(json.dumps(summary, indent=1))
+        (Path(args.out_dir) / f"{name}.json").write_text(json.dumps({
+            "task": name, "is_chief": is_chief, "replicas": replicas, "collective": collective,
+            "global_batch": global_batch, "start_step": start_step, "end_step": args.steps,
+            "losses": losses, "staleness": stale, "step_ended_seconds": ended,
+            "checksum": checksum, "seconds": seconds, "data": source}, indent=1))
     return 0
 
 
@@ -135,17 +128,15 @@ def make_strategy(tf: Any, resolver: Any, timeout: float, collective: str = "aut
         tf.config.experimental.set_memory_growth(gpu, True)
     if gpus:  # cuDNN's fastest kernels add in varying order: a step redone after a
         tf.config.experimental.enable_op_determinism()  # restart must repeat exactly
-    if collective == "auto":
-        collective = "nccl" if gpus else "ring"
+    collective = ("nccl" if gpus else "ring") if collective == "auto" else collective
     if collective == "nccl" and not gpus:
         raise SystemExit("mwms_train: error: --collective nccl needs a GPU in every worker and "
                          "this one has none; use --collective ring (or auto)")
     implementation = tf.distribute.experimental.CommunicationImplementation[collective.upper()]
     options = tf.distribute.experimental.CommunicationOptions(
         implementation=implementation, timeout_seconds=timeout)
-    strategy = tf.distribute.MultiWorkerMirroredStrategy(
-        cluster_resolver=resolver, communication_options=options)
-    return strategy, implementation.name
+    return tf.distribute.MultiWorkerMirroredStrategy(
+        cluster_resolver=resolver, communication_options=options), implementation.name
 
 
 def try_fit(tf: Any, strategy: Any, x: Any, y: Any, global_batch: int, say: Any) -> None:
@@ -153,13 +144,13 @@ def try_fit(tf: Any, strategy: Any, x: Any, y: Any, global_batch: int, say: Any)
     import keras  # here, not at the top: a notebook imports this module without Keras
 
     with strategy.scope():
-        model = build_model(x.shape[1:], seed=1)
+        model = training.build_model(x.shape[1:], seed=1)
         model.compile(optimizer="adam",
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model.fit(make_dataset(x, y, global_batch), steps_per_epoch=1, epochs=1, verbose=0)
+            model.fit(training.make_dataset(x, y, global_batch), steps_per_epoch=1, verbose=0)
     except Exception as error:  # the failure is what we report
         text = re.sub(r"PerReplica:\{.*?\}\)", "PerReplica:{...})", " ".join(str(error).split()))
         say(f"model.fit FAILED with {type(error).__name__}: {text[:300]}")
@@ -195,14 +186,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         numbers={"learning_rate": {"above": 0}, "timeout": {"above": 0},
                  "connect_timeout": {"above": 0}}, problem=common.resolver_problem(args.resolver))
     for flag, folder in (("--checkpoint-dir", args.checkpoint_dir), ("--out-dir", args.out_dir)):
-        if not folder:
-            continue
         try:
-            Path(folder).mkdir(parents=True, exist_ok=True)
+            if folder:
+                Path(folder).mkdir(parents=True, exist_ok=True)
         except OSError as error:
             parser.error(f"{flag} {folder!r} cannot be created ({error.strerror}); give a "
                          "folder you can write to")
-        if not os.access(folder, os.W_OK | os.X_OK):
+        if folder and not os.access(folder, os.W_OK | os.X_OK):
             parser.error(f"{flag} {folder!r} is not writable by this user; give a folder you "
                          "can write to")
     return args

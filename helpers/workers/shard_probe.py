@@ -1,10 +1,8 @@
 """Which examples does each worker get? tf.data auto-sharding under MultiWorkerMirroredStrategy.
 
-Every worker builds the same pipeline over the text files of ``--input-dir`` (one example
-id per line); ``strategy.experimental_distribute_dataset`` gives each its share by the
-``AutoShardPolicy`` (notebook 06 compares them). Under each policy asked for, this program
-prints the ids it received, e.g. ``[worker-0] FILE: 0 1 2 3 8 9 10 11``. It trains
-nothing and uses no Keras, so it starts quickly.
+Every worker builds the same pipeline over the text files of ``--input-dir`` (one example id
+per line) and, under each ``AutoShardPolicy`` asked for, prints the ids it received, e.g.
+``[worker-0] FILE: 0 1 2 3 8 9 10 11`` (notebook 06). No Keras, so it starts quickly.
 """
 
 import argparse
@@ -52,8 +50,7 @@ def examples_seen(tf: Any, strategy: Any, files: list[str], policy: str,
 
 def input_files(folder: str) -> list[str]:
     """The ``.txt`` files of ``folder``, sorted, so every worker lists them in one order."""
-    path = Path(folder)
-    return sorted(str(f) for f in path.glob("*.txt")) if path.is_dir() else []
+    return sorted(str(f) for f in Path(folder).glob("*.txt")) if Path(folder).is_dir() else []
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

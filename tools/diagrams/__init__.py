@@ -36,6 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 TAG = "diagram"
+SITE_IMAGES = ROOT / "tools" / "site" / "static"  # notebook "site": the website's pictures
 IMAGE = re.compile(r"!\[(?P<alt>[^\]]+)\]\(data:image/png;base64,(?P<data>[A-Za-z0-9+/=]+)\)")
 
 
@@ -65,9 +66,9 @@ def diagram(name: str, notebook: str, alt: str, size: tuple[float, float] = (8.0
 
 
 def load_all() -> dict[str, Diagram]:
-    """Import every ``nbNN`` module of this package, which registers its diagrams."""
+    """Import every module of this package (``nbNN``, ``site``), which registers its diagrams."""
     for module in pkgutil.iter_modules(__path__):
-        if module.name.startswith("nb"):
+        if module.name != "draw":
             importlib.import_module(f"{__name__}.{module.name}")
     return REGISTRY
 
@@ -117,6 +118,13 @@ def sync(names: Sequence[str] = (), write: bool = True) -> list[str]:
     by_notebook: dict[str, list[Diagram]] = {}
     for d in chosen:
         by_notebook.setdefault(d.notebook, []).append(d)
+    for d in by_notebook.pop("site", []):  # the website's own pictures: files, not cells
+        target = SITE_IMAGES / f"{d.name}.png"
+        png = render(d)
+        if not target.exists() or target.read_bytes() != png:
+            problems.append(f"{target.relative_to(ROOT)} is not what its function draws")
+            if write:
+                target.write_bytes(png)
     for number, diagrams in sorted(by_notebook.items()):
         path = notebook_path(number)
         nb = json.loads(path.read_text())
@@ -166,3 +174,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("run `python -m tools.diagrams` to redraw them", file=sys.stderr)
         return 1
     return 0
+
+
