@@ -55,3 +55,52 @@ def browser_page(width: int = 1400, height: int = 1000) -> Iterator:
             yield page
         finally:
             browser.close()
+
+
+@contextmanager
+def jupyterlab(root, home) -> Iterator[dict]:
+    """A JupyterLab server on 127.0.0.1 serving ``root``, with none of the user's settings
+    (``home`` holds its own), and what a test needs to reach it. Afterwards the server and
+    every kernel it started have ended; a kernel still running then fails the test."""
+    import secrets  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    import psutil  # noqa: PLC0415
+
+    from helpers.processes import ProcessGroup, free_port  # noqa: PLC0415
+
+    browser = chromium()
+    port, token = free_port(), secrets.token_hex(16)
+    env = {"JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_RUNTIME_DIR": str(home / "run"),
+           "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+           "MPLBACKEND": "module://matplotlib_inline.backend_inline",  # as a kernel of make lab
+           "JUPYTER_TOKEN": token}  # not on the command line, where `ps` would show it
+    with ProcessGroup("jupyterlab") as group:
+        server = group.start("jupyterlab", [
+            sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+            f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
+            "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"], env=env)
+        group.wait_for_port(server, port, timeout=90)
+        kernels: set = set()
+        try:
+            yield {"url": f"http://127.0.0.1:{port}", "token": token, "root": root,
+                   "browser": browser, "server": server, "kernels": kernels}
+        finally:
+            kernels.update(psutil.Process(server.pid).children(recursive=True))
+            group.stop(grace=10)  # SIGTERM: the server shuts its kernels down first
+            _, left = psutil.wait_procs(kernels, timeout=10)
+            for kernel in left:
+                kernel.kill()
+            assert not left, f"kernels still running after JupyterLab stopped: {left}"
+
+
+def open_notebook(page, lab: dict, name: str) -> None:
+    """Open ``name`` (a file in the server's root) and wait until its cells are there."""
+    page.goto(f"{lab['url']}/lab/tree/{name}?reset&token={lab['token']}")
+    page.wait_for_function(
+        "() => { const w = window.jupyterapp && jupyterapp.shell.currentWidget;"
+        " return w && w.context && w.context.isReady && w.content && w.content.widgets; }")
