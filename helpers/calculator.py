@@ -1,25 +1,17 @@
 """Calculators a class can drag: a figure drawn from a few numbers, and a control for each.
 
-A formula is easier to believe once you have moved its inputs and watched the answer move.
-Every calculator of the series needs the same scaffold, so it lives here; the formulas
-stay in the notebooks' cells, where they are taught, and come in as ``draw``:
-
-* the figure for the default values is drawn first, as an ordinary output, so that GitHub,
-  nbval and a reader without a running kernel see a picture, not an empty widget box;
-* below it, when ``ipywidgets`` is installed and a front end shows widgets (JupyterLab,
-  Jupyter Notebook, VS Code, Colab), one control per input redraws the figure on change.
-
-``draw`` takes the inputs as keyword arguments and returns a matplotlib figure::
-
-    calculator(draw_bubble, p=slider(4, 2, 16), m=slider(8, 1, 64),
-               schedule=choice("1F1B", "GPipe", "1F1B"))
+The formulas stay in the notebooks' cells, where they are taught, and come in as ``draw``
+(keyword inputs, a figure back): ``calculator(draw_bubble, p=slider(4, 2, 16))``. The figure
+for the default values is drawn first as an ordinary output, so GitHub, nbval and a reader
+without a kernel see a picture, not an empty widget box; with ``ipywidgets`` and a front end
+that shows widgets, one control per input redraws it.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,12 +31,9 @@ class Control:
     log: bool = False  # a slider over powers of ten, for sizes that span decades
 
     def widget(self, name: str) -> Any:
-        """The ipywidgets control for this input, labelled ``name``.
-
-        A slider only takes values ``min + k * step``: one whose grid missed the default
-        would move it on the page (1600 to 1664) and redraw a figure that no longer matches
-        the stored one, so the grid is laid through the default, inside ``[low, high]``.
-        """
+        """The ipywidgets control for this input, labelled ``name``. A slider only takes
+        values ``min + k * step``: its grid is laid through the default, inside ``[low, high]``,
+        else the page would move it (1600 to 1664) and redraw a figure unlike the stored one."""
         import ipywidgets as w  # noqa: PLC0415  (optional: the static figure needs none)
 
         style = {"description_width": "initial"}
@@ -61,17 +50,15 @@ class Control:
             return w.FloatLogSlider(value=self.default, min=low, max=high, step=self.step,
                                     description=name, style=style)
         whole = all(float(v).is_integer() for v in (self.default, self.low, self.high, self.step))
-        kind = w.IntSlider if whole else w.FloatSlider
-        cast = int if whole else float
+        kind, cast = (w.IntSlider, int) if whole else (w.FloatSlider, float)
         low, high = on_grid(self.default, self.low, self.high, self.step)
         return kind(value=cast(self.default), min=cast(low), max=cast(high),
                     step=cast(self.step), description=name, style=style)
 
 
 def on_grid(default: float, low: float, high: float, step: float) -> tuple[float, float]:
-    """The widest ``[min, max]`` inside ``[low, high]`` whose steps from ``min`` reach
-    ``default`` and end on ``max`` (to float rounding: an end that rounds past a bound is
-    the bound)."""
+    """The widest ``[min, max]`` inside ``[low, high]`` whose steps from ``min`` reach ``default``
+    and end on ``max`` (to float rounding: an end that rounds past a bound is the bound)."""
     start = max(low, default - math.floor((default - low) / step + 1e-9) * step)
     return start, min(high, start + math.floor((high - start) / step + 1e-9) * step)
 
@@ -81,8 +68,7 @@ def slider(default: float, low: float, high: float, step: float = 1, *,
     """A numeric input from ``low`` to ``high``; ``log=True`` moves by factors (``step``
     is then in powers of ten: 0.25 moves by 10 ** 0.25)."""
     if not low <= default <= high:
-        raise ValueError(f"slider default {default} is outside [{low}, {high}]: "
-                         f"choose a default inside the range")
+        raise ValueError(f"slider default {default} is outside [{low}, {high}]: choose one inside")
     if step <= 0 or (log and low <= 0):
         raise ValueError(f"slider needs step > 0 (got {step}) and, on a log scale, "
                          f"low > 0 (got {low})")
@@ -109,14 +95,10 @@ def check_controls(draw: Callable[..., Figure], controls: dict[str, Control]) ->
 
 def calculator(draw: Callable[..., Figure], *, interactive: bool = True,
                **controls: Control) -> Figure:
-    """Show controls for ``controls``, then ``draw(**defaults)`` as a plain figure that the
-    controls redraw in place.
-
-    The figure is an ordinary display output (updated through its display id), not a
-    widget: a page without a kernel shows it as it was stored. Returns the default figure,
-    so a cell can save it or check what it shows. With ``interactive=False``, or without
-    ipywidgets, only the default figure is shown.
-    """
+    """Show controls for ``controls``, then ``draw(**defaults)`` as a plain display output
+    (not a widget: a page without a kernel shows it as stored) that the controls redraw
+    through its display id. Returns the default figure; with ``interactive=False``, or
+    without ipywidgets, only that figure is shown."""
     import matplotlib.pyplot as plt  # noqa: PLC0415
     from IPython.display import display  # noqa: PLC0415
 
@@ -144,7 +126,3 @@ def calculator(draw: Callable[..., Figure], *, interactive: bool = True,
         for box in widgets.values():
             box.observe(redraw, names="value")
     return figure
-
-
-__all__: Sequence[str] = ["Control", "calculator", "check_controls", "choice", "on_grid",
-                          "slider"]

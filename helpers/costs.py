@@ -1,18 +1,14 @@
-"""Cost models that more than one notebook uses; each is first written in the notebook that
-teaches it, and each part here says which.
-
-* the latency-bandwidth (alpha-beta) model and the two gradient exchanges, parameter server
-  and ring all-reduce (derived in notebook 10, reused in 11 and 12);
-* the byte counter of a hand-written collective (:class:`Traffic`, notebooks 11 and 13);
-* what each layer of a Keras model costs (notebook 13 and the step-timing worker of 12);
-  notebook 13 writes where the memory of training goes, and ZeRO's arithmetic, in its cells;
-* ZeRO's bytes per replica (derived in notebook 13, reused in 14).
+"""Cost models that more than one notebook uses, each first written in the notebook that
+teaches it: the latency-bandwidth (alpha-beta) model and the two gradient exchanges (notebook
+10; reused in 11 and 12), the byte counter of a hand-written collective (11, 13), what each
+layer of a Keras model costs (13, and 12's step-timing worker), ZeRO's bytes per replica (13,
+reused in 14).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,17 +16,12 @@ import numpy as np
 
 from helpers.machine import require_number
 
-# -- The latency-bandwidth model and the two gradient exchanges, as notebook 10 derives them.
-
 
 @dataclass(frozen=True)
 class AlphaBeta:
-    """A cost that is a straight line in the size: ``seconds = alpha + beta * size``.
-
-    For a network link, size is bytes: ``alpha`` is the latency of one message (s) and
-    ``beta`` the seconds per byte (1 / bandwidth). For a training step, size is examples:
-    ``alpha`` the fixed cost per step, ``beta`` the cost of each example.
-    """
+    """A cost that is a straight line in the size: ``seconds = alpha + beta * size``. For a
+    link, size is bytes: ``alpha`` the latency of one message (s), ``beta`` seconds per byte
+    (1 / bandwidth). For a training step, size is examples: ``alpha`` the fixed cost per step."""
 
     alpha: float
     beta: float
@@ -51,8 +42,7 @@ class AlphaBeta:
 
     @property
     def half_size(self) -> float:
-        """The size at which fixed and per-unit costs are equal (``alpha / beta``): smaller
-        messages are latency-bound, larger ones bandwidth-bound."""
+        """``alpha / beta``, where both costs are equal: smaller messages are latency-bound."""
         return math.inf if self.beta == 0 else self.alpha / self.beta
 
     @classmethod
@@ -64,12 +54,9 @@ class AlphaBeta:
 
 def fit_alpha_beta(sizes: Sequence[float], seconds: Sequence[float], transfers: int = 1,
                    name: str = "fitted") -> AlphaBeta:
-    """Fit ``seconds = transfers * (alpha + beta * size)`` to measurements.
-
-    ``transfers`` is how many one-way messages each measurement contains (a push followed by
-    a pull is 2). The fit minimises *relative* errors, so the small sizes (which decide alpha)
-    count as much as the large ones (which decide beta); alpha and beta are kept >= 0.
-    """
+    """Fit ``seconds = transfers * (alpha + beta * size)``, ``transfers`` one-way messages per
+    measurement (a push and a pull: 2). It minimises *relative* errors, so the small sizes (which
+    decide alpha) count as much as the large ones (which decide beta); both are kept >= 0."""
     x, t = np.asarray(sizes, dtype=float), np.asarray(seconds, dtype=float)
     if len(np.unique(x)) < 2:
         raise ValueError("fitting a line needs measurements at two or more different sizes")
@@ -86,8 +73,7 @@ def fit_alpha_beta(sizes: Sequence[float], seconds: Sequence[float], transfers: 
 def ring_allreduce_seconds(workers: int, nbytes: float, link: AlphaBeta) -> float:
     """Ring all-reduce of ``nbytes`` per worker: 2 (n - 1) steps of ``nbytes / n`` each
     (reduce-scatter then all-gather), derived in notebook 10."""
-    n = workers
-    return 2 * (n - 1) * link.alpha + 2 * (n - 1) / n * nbytes * link.beta
+    return 2 * (workers - 1) * link.alpha + 2 * (workers - 1) / workers * nbytes * link.beta
 
 
 def parameter_server_seconds(workers: int, nbytes: float, link: AlphaBeta,
@@ -96,9 +82,6 @@ def parameter_server_seconds(workers: int, nbytes: float, link: AlphaBeta,
     the busier endpoint sets the time (derived in notebook 10)."""
     messages, load = max(workers, servers), max(workers / servers, 1.0)
     return 2 * (messages * link.alpha + load * nbytes * link.beta)
-
-
-# -- Count the bytes every device sends and receives in a collective (notebooks 11 and 13).
 
 
 def tensor_nbytes(x: Any) -> int:
@@ -121,8 +104,7 @@ class Traffic:
             self.transfers.append((src, dst, nbytes))
 
     def watch(self, ops: Any, nbytes: Callable[[Any], int] = tensor_nbytes) -> Any:
-        """``ops`` (an object with ``move(x, src, dst)`` and other operations) whose ``move``
-        also records its transfer; every other attribute is ``ops``'s own."""
+        """``ops`` (with ``move(x, src, dst)`` among its operations), its ``move`` recorded."""
         traffic = self
 
         class Watched:
@@ -139,9 +121,6 @@ class Traffic:
         """``{device: (bytes sent, bytes received)}``."""
         return {str(d): (sum(b for s, _, b in self.transfers if s == d),
                          sum(b for _, r, b in self.transfers if r == d)) for d in self.devices}
-
-
-# -- What each layer of a Keras model costs: parameters, FLOPs and activations per example.
 
 
 @dataclass(frozen=True)
@@ -172,8 +151,7 @@ def layer_cost(layer: Any) -> LayerCost:
 
 def layer_costs(model_or_layers: Any) -> list[LayerCost]:
     """:func:`layer_cost` for every layer of a built model (or a list of layers)."""
-    layers: Iterable[Any] = getattr(model_or_layers, "layers", model_or_layers)
-    return [layer_cost(layer) for layer in layers]
+    return [layer_cost(layer) for layer in getattr(model_or_layers, "layers", model_or_layers)]
 
 
 def training_flops_per_example(costs: list[LayerCost]) -> float:
@@ -182,16 +160,12 @@ def training_flops_per_example(costs: list[LayerCost]) -> float:
     return 3.0 * sum(c.flops for c in costs)
 
 
-# -- ZeRO's model-state bytes per replica, as notebook 13 derives them (reused in 14).
-
-
 def zero_bytes_per_replica(params: float, replicas: int, stage: int, weight_bytes: float = 2,
                            grad_bytes: float = 2, optimizer_bytes: float = 12) -> float:
-    """Model-state bytes per replica under ZeRO ``stage`` (0: plain data parallelism).
-
-    Stage 1 shards the optimizer's states over the ``replicas``, stage 2 the gradients too,
-    stage 3 the weights too. The defaults are the ZeRO paper's mixed precision with Adam:
-    16-bit weights and gradients, and 12 bytes of float32 master weights and Adam's two states.
+    """Model-state bytes per replica under ZeRO ``stage`` (0: plain data parallelism): stage 1
+    shards the optimizer's states over the ``replicas``, stage 2 the gradients too, stage 3 the
+    weights too. The defaults are the ZeRO paper's mixed precision with Adam: 16-bit weights and
+    gradients, 12 bytes of float32 master weights and Adam's two states.
     """
     n = replicas
     weights = params * weight_bytes / (n if stage >= 3 else 1)

@@ -27,8 +27,9 @@ from helpers.output import Table
 KNOWN_TYPES = ("CPU", "GPU", "TPU")
 _FORMS = ("'/cpu:0', '/gpu:1', 'GPU:0', '/device:GPU:0' or "
           "'/job:worker/replica:0/task:1/device:CPU:0'")
+#: [/job:J][/replica:R][/task:T] then [/][device:]TYPE:INDEX, as TensorFlow reads them
 _DEVICE = re.compile(r"(?:/job:(?P<job>\w+))?(?:/replica:(?P<replica>\d+))?(?:/task:(?P<task>\d+))?"
-                     r"(?:^|/)(?:device:)?(?P<type>[A-Za-z_]+):(?P<index>\d+)")
+                     r"(?:^|/)(?:device:)?(?P<type>(?!job:|replica:|task:)[A-Za-z_]+):(?P<index>\d+)")
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ def parse_device(spec: str) -> DeviceName:
             None if match[k] is None else int(match[k]) for k in ("replica", "task")))
     why = ("it is empty" if not text else
            f"unknown device type {match['type']!r}, known: {', '.join(KNOWN_TYPES)}" if match
-           else "expected TYPE:INDEX, after /job:NAME/replica:N/task:N where they are given")
+           else "expected TYPE:INDEX, optionally after /job:NAME/replica:N/task:N")
     raise ValueError(f"{spec!r} is not a device string ({why}); use a form like {_FORMS}")
 
 
@@ -83,11 +84,8 @@ def list_devices(frameworks: tuple[str, ...] = FRAMEWORKS) -> Table:
         tf = import_tensorflow()
         for dev in tf.config.list_physical_devices():
             table.append(["tensorflow", "physical", dev.name, dev.device_type, None])
-        for dev in tf.config.list_logical_devices():
-            peak = tf.config.experimental.get_memory_info(dev.name).get("peak") \
-                if dev.device_type == "GPU" else None
-            table.append(["tensorflow", "logical", dev.name, dev.device_type,
-                          None if peak is None else f"{peak / 2**30:.1f} GiB"])
+        for dev in tf.config.list_logical_devices():  # memory: nvidia-smi's, or the banner's cap
+            table.append(["tensorflow", "logical", dev.name, dev.device_type, None])
     if "mxnet" in frameworks:
         mx = import_mxnet()
         table.append(["mxnet", "context", "cpu(0)", "CPU", "all host RAM, all cores"])
@@ -333,8 +331,7 @@ def plan_devices(needed: int, gpu_memory_mb: int | None = None) -> DevicePlan:
         require_int("gpu_memory_mb (MiB per device)", gpu_memory_mb, 1)
     tf = import_tensorflow()
     physical = tf.config.list_physical_devices("GPU")
-    gpus = len(physical)
-    if gpus == 0:
+    if not (gpus := len(physical)):
         return DevicePlan(needed, "logical-cpu", tuple(use_logical_cpus(needed)), 0, cpu_cores())
     cards = gpu_cards()
     lines = {"gpus": cards, "mxnet_line": mxnet_route().summary(), "jit_line": share_jit_cache(tf)}
@@ -487,11 +484,9 @@ def context_pair(mx: Any, purpose: str = "compute") -> ContextPair:
     if purpose not in PURPOSES:
         raise ValueError(f"purpose must be one of {PURPOSES}, not {purpose!r}")
     gpus = mx.context.num_gpus()
-    threads = mxnet_omp_threads(mxnet_import_settings().get("read", {}))
-    if gpus >= 2:
-        return ContextPair(mx.gpu(0), mx.gpu(1), "two-gpus", gpus, threads)
-    if gpus == 1 and purpose == "compute":
-        return ContextPair(mx.gpu(0), mx.gpu(0), "one-gpu", gpus, threads)
-    if gpus == 1:
-        return ContextPair(mx.cpu(0), mx.gpu(0), "host-and-gpu", gpus, threads)
-    return ContextPair(mx.cpu(0), mx.cpu(1), "cpu-only", gpus, threads)
+    first, second, kind = ((mx.gpu(0), mx.gpu(1), "two-gpus") if gpus >= 2 else
+                           (mx.gpu(0), mx.gpu(0), "one-gpu") if gpus and purpose == "compute" else
+                           (mx.cpu(0), mx.gpu(0), "host-and-gpu") if gpus else
+                           (mx.cpu(0), mx.cpu(1), "cpu-only"))
+    return ContextPair(first, second, kind, gpus,
+                       mxnet_omp_threads(mxnet_import_settings().get("read", {})))

@@ -1,10 +1,9 @@
 """Check that the installed packages are the ones the series is pinned to, and diagnose the stack.
 
-A plain ``pip install tensorflow mxnet`` quietly installs mxnet 1.0.0.post1 (MXNet 1.9.1
-declares numpy < 2, the series runs numpy 2, and pip backtracks to an ancient MXNet), and
-everything fails later with confusing errors: so the series compares what is installed with
-``requirements.txt`` and ``requirements-mxnet.txt`` up front. On Colab and Kaggle the setup
-cell installs only the ``runtime`` extra of the series' package plus MXNet: a maintainers' tool
+A plain ``pip install tensorflow mxnet`` backtracks to mxnet 1.0.0.post1 (MXNet 1.9.1 declares
+numpy < 2; the series runs numpy 2) and everything fails later, confusingly: so the series
+compares what is installed with ``requirements.txt`` and ``requirements-mxnet.txt`` up front.
+On Colab and Kaggle only the ``runtime`` extra is installed (plus MXNet): a maintainers' tool
 missing there is not needed, and a platform's numpy inside the extra's range is accepted.
 """
 
@@ -18,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 from helpers.devices import gpu_cards, nvidia_smi
@@ -48,13 +48,9 @@ def runtime_packages() -> dict[str, str]:
         requirements = metadata.requires("pdl-helpers") or []
     except metadata.PackageNotFoundError:
         return {}
-    ranges = {"mxnet": ""}
-    for requirement in requirements:
-        spec, _, marker = requirement.partition(";")
-        if re.search(r"""extra\s*==\s*["']runtime["']""", marker):
-            name = re.split(r"[\s\[=<>!~(]", spec.strip(), maxsplit=1)[0]
-            ranges[name.lower()] = spec.strip()[len(name):].strip(" ()")
-    return ranges
+    wanted = [r for r in map(Requirement, requirements)
+              if r.marker and r.marker.evaluate({"extra": "runtime"})]
+    return {"mxnet": ""} | {r.name.lower(): str(r.specifier) for r in wanted}
 
 
 def _within(version: str, allowed: str) -> bool:
@@ -182,8 +178,6 @@ if __name__ == "__main__":
         probe(Path(sys.argv[1]), outcome)
     except BaseException as exc:  # noqa: BLE001  (report any failure as JSON, then exit 1)
         text = f"{type(exc).__name__}: {exc}"
-        outcome.update(error=_last_line(text.splitlines()[0] if text else ""),
-                       error_text=text[-4000:])
-        print(json.dumps(outcome), flush=True)
-        sys.exit(1)
+        outcome.update(error=_last_line(text.splitlines()[0]), error_text=text[-4000:])
     print(json.dumps(outcome), flush=True)
+    sys.exit(1 if "error" in outcome else 0)

@@ -1,10 +1,8 @@
 """Measuring: synchronised timing, copy bandwidth, a pipeline's timeline, and which BLAS
-multiplies with how many threads (notebooks 03-05, 12 and 13).
-
-Every timed region ends with the framework's synchronisation (MXNet's engine is asynchronous
-on the CPU too); warm-up first, then repeats, reported as median and spread. MXNet's BLAS
-and thread settings are read when MXNet loads, so :func:`probe_mxnet_dot` measures other
-settings in a fresh process (``python -m helpers.measure SIZE REPEAT`` is that process).
+multiplies with how many threads (notebooks 03-05, 12 and 13). Every timed region ends with
+the framework's synchronisation (MXNet's engine is asynchronous on the CPU too); warm-up
+first, then repeats, reported as median and spread. ``python -m helpers.measure SIZE REPEAT``
+is the fresh process of :func:`probe_mxnet_dot`.
 """
 
 from __future__ import annotations
@@ -28,8 +26,6 @@ if TYPE_CHECKING:  # matplotlib loads when a figure is drawn, not on import
     from matplotlib.figure import Figure
 
 # -- Time code on devices correctly: warm up, repeat, and wait for the device to finish.
-
-
 def sync_mxnet(_result: Any = None) -> None:
     """Block until MXNet's engine has finished every queued operation."""
     from helpers.frameworks import import_mxnet  # noqa: PLC0415
@@ -69,45 +65,23 @@ class TimingResult:
     flops: float | None = None
     nbytes: float | None = None
 
-    @property
-    def median(self) -> float:
-        return statistics.median(self.samples)
-
-    @property
-    def best(self) -> float:
-        return min(self.samples)
-
-    @property
-    def worst(self) -> float:
-        return max(self.samples)
-
-    @property
-    def spread(self) -> float:
-        """Max minus min of the samples, in seconds."""
-        return self.worst - self.best
-
-    @property
-    def gflops(self) -> float | None:
-        """Billions of floating-point operations per second, from the median time."""
-        return None if self.flops is None else self.flops / self.median / 1e9
-
-    @property
-    def gbps(self) -> float | None:
-        """Gigabytes (1e9 bytes) moved per second, from the median time."""
-        return None if self.nbytes is None else self.nbytes / self.median / 1e9
+    median = property(lambda self: statistics.median(self.samples))
+    best = property(lambda self: min(self.samples))  # the run the machine's load slowed least
+    worst = property(lambda self: max(self.samples))
+    spread = property(lambda self: self.worst - self.best)  # seconds
+    #: Billions of floating-point operations, and gigabytes (1e9 bytes), per second of the median.
+    gflops = property(lambda self: None if self.flops is None else self.flops / self.median / 1e9)
+    gbps = property(lambda self: None if self.nbytes is None else self.nbytes / self.median / 1e9)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "median": self.median, "spread": self.spread,
                 "gflops": self.gflops, "gbps": self.gbps}
 
     def __str__(self) -> str:
-        text = (f"{self.label}: median {self.median * 1e3:.3f} ms "
-                f"(spread {self.spread * 1e3:.3f} ms over {len(self.samples)} runs)")
-        if self.gflops is not None:
-            text += f", {self.gflops:.2f} GFLOP/s"
-        if self.gbps is not None:
-            text += f", {self.gbps:.2f} GB/s"
-        return text
+        rates = "".join(f", {rate:.2f} {unit}" for rate, unit in
+                        ((self.gflops, "GFLOP/s"), (self.gbps, "GB/s")) if rate is not None)
+        return (f"{self.label}: median {self.median * 1e3:.3f} ms (spread "
+                f"{self.spread * 1e3:.3f} ms over {len(self.samples)} runs){rates}")
 
 
 def benchmark(fn: Callable[[], Any], *, sync: str | Callable[[Any], None], warmup: int = 1,
@@ -133,6 +107,23 @@ def benchmark(fn: Callable[[], Any], *, sync: str | Callable[[Any], None], warmu
     return TimingResult(label or getattr(fn, "__name__", "work"), samples, flops, nbytes)
 
 
+def benchmark_in_turns(works: Mapping[str, Callable[[], Any]], *,
+                       sync: str | Callable[[Any], None], warmup: int = 1, repeat: int = 5,
+                       flops: float | None = None) -> dict[str, TimingResult]:
+    """Time several pieces of work one run each per turn, the order reversed every other turn:
+    a change in the machine's load then weighs on all of them alike. ``warmup`` turns first."""
+    require_int("warmup", warmup, 0)
+    require_int("repeat", repeat, 1)
+    results = {label: TimingResult(label, flops=flops) for label in works}
+    items = list(works.items())
+    for turn in range(warmup + repeat):
+        for label, fn in items[::-1] if turn % 2 else items:
+            sample = benchmark(fn, sync=sync, warmup=0, repeat=1, flops=flops).samples
+            if turn >= warmup:
+                results[label].samples += sample
+    return results
+
+
 def bar_timings(results: Sequence[TimingResult], title: str = "", unit: str = "ms") -> Figure:
     """Median time per result as bars, with the min-max spread as error bars."""
     import matplotlib.pyplot as plt  # noqa: PLC0415
@@ -150,7 +141,6 @@ def bar_timings(results: Sequence[TimingResult], title: str = "", unit: str = "m
 
 
 # -- What a copy costs as the copy grows: time and bandwidth against size (notebook 03).
-
 MB = 1e6  # bandwidths are in GB/s = 1e9 bytes/s, so sizes are decimal too
 #: From this size on a copy is timed ``big_repeat`` times: one copy of 256 MB already
 #: averages over millions of cache lines, and repeating it costs seconds on a small machine.
@@ -215,10 +205,8 @@ class Sweep:
 def copy_sweep(routes: Sequence[CopyRoute], sizes_mb: Sequence[float], *, warmup: int = 1,
                repeat: int = 5, big_repeat: int = 2) -> Sweep:
     """Time one copy per sample for every route and size; arrays are freed after each size.
-
-    Allocation happens in ``route.make`` and is never timed; the warm-up copies touch the
-    destination's pages so the first timed copy does not pay for page faults.
-    """
+    Allocation (``route.make``) is never timed; the warm-up copies touch the destination's
+    pages so the first timed copy does not pay for page faults."""
     counts = [max(1, round(mb * MB / 4)) for mb in sizes_mb]  # float32 elements
     sweep = Sweep([4.0 * c for c in counts], {route.name: [] for route in routes})
     for count, nbytes in zip(counts, sweep.sizes_bytes, strict=True):
@@ -234,8 +222,6 @@ def copy_sweep(routes: Sequence[CopyRoute], sizes_mb: Sequence[float], *, warmup
 
 
 # -- The timeline of a pipelined batch (notebook 13's run_gpipe): its bubble, a Gantt chart.
-
-
 @dataclass(frozen=True)
 class Span:
     """One forward (``"F"``) or backward (``"B"``) call of a stage on a micro-batch."""
@@ -292,13 +278,9 @@ class Timeline:
         return ax.figure
 
 
-# -- Which BLAS multiplies, with which CPU kernels and how many threads (notebook 04).
-#
-# MXNet 1.9.1's wheel ships OpenBLAS 0.3.13 built with DYNAMIC_ARCH: on a CPU newer than the
-# library it falls back to an old generic kernel set (e.g. Prescott, SSE3 only), several
-# times slower than the AVX2/AVX-512 sets NumPy's OpenBLAS picks; OPENBLAS_CORETYPE forces a
-# set. Without OMP_NUM_THREADS, MXNet gives an operator half of the processors on x86.
-
+# -- Which BLAS multiplies, with which CPU kernels and how many threads (notebook 04). MXNet's
+# OpenBLAS 0.3.13 falls back to a generic kernel set (e.g. Prescott, SSE3 only) on a CPU newer
+# than itself; OPENBLAS_CORETYPE forces a set.
 #: Settings that change how fast MXNet multiplies on a CPU; all are read at import time.
 MXNET_THREAD_SETTINGS = ("OMP_NUM_THREADS", "MXNET_OMP_MAX_THREADS", "MXNET_CPU_WORKER_NTHREADS",
                          "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE")
@@ -310,9 +292,9 @@ GENERIC_KERNELS = ("Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom
 def _owner(filepath: str) -> str:
     """The package a shared library came with: its folder in site-packages, else 'system'."""
     parts = Path(filepath).parts
-    if "site-packages" in parts:
-        return parts[parts.index("site-packages") + 1].removesuffix(".libs").removesuffix("_libs")
-    return "system"
+    if "site-packages" not in parts:
+        return "system"
+    return parts[parts.index("site-packages") + 1].removesuffix(".libs").removesuffix("_libs")
 
 
 def blas_libraries() -> Table:
@@ -330,10 +312,8 @@ def blas_libraries() -> Table:
 
 def kernels_of(table: Table, owner: str) -> str | None:
     """The kernel set of the OpenBLAS that ``owner`` (e.g. 'mxnet', 'numpy') loaded, if any."""
-    for row in table.records():
-        if row["used by"] == owner and row["library"] == "openblas":
-            return row["kernels"]
-    return None
+    return next((row["kernels"] for row in table.records()
+                 if row["used by"] == owner and row["library"] == "openblas"), None)
 
 
 def mxnet_omp_threads(environ: Mapping[str, str] | None = None) -> int:
@@ -367,12 +347,10 @@ def _thread_ticks() -> dict[str, int] | None:
 
 def busy_threads(fn: Callable[[], Any], min_seconds: float = 0.3,
                  share: float = 0.25) -> int | None:
-    """How many threads of this process did real work while ``fn`` ran again and again.
-
-    ``fn`` runs for ``min_seconds`` (the kernel counts CPU time in 10 ms ticks) and must wait
-    for its own result. A thread counts when it used at least ``share`` of the CPU time of
-    the busiest one. None without ``/proc`` (not Linux) or with too little CPU time to tell.
-    """
+    """How many threads of this process did real work while ``fn`` (which must wait for its own
+    result) ran again and again for ``min_seconds``, the kernel counting CPU time in 10 ms
+    ticks: those with at least ``share`` of the busiest one's time. None without ``/proc``
+    (not Linux) or with too little CPU time to tell."""
     fn()  # threads start lazily; let them exist before counting
     before = _thread_ticks()
     if before is None:
@@ -400,13 +378,10 @@ def cpu_seconds_per_call(fn: Callable[[], Any], min_seconds: float = 0.3) -> flo
 
 def probe_mxnet_dot(env: Mapping[str, str] | None = None, size: int = 512, repeat: int = 5,
                     timeout: float = 120.0) -> dict[str, Any]:
-    """Time MXNet's ``nd.dot`` and NumPy's ``@`` on ``size x size`` float32 in a fresh process.
-
-    ``env`` adds settings such as ``{"OPENBLAS_CORETYPE": "Haswell"}`` that act only before
-    MXNet loads (``{}``: MXNet as installed). They reach NumPy's OpenBLAS in the child too, so
-    compare MXNet with MXNet across probes. ``gflops_*`` is the wall-clock rate (median),
-    ``cpu_gflops_*`` the rate per CPU-second, which barely moves on a busy machine.
-    """
+    """Time MXNet's ``nd.dot`` and NumPy's ``@`` on ``size x size`` float32 in a fresh process,
+    with ``env``'s settings (``{}``: MXNet as installed), which act only before MXNet loads and
+    reach NumPy's OpenBLAS too: compare MXNet with MXNet across probes. ``gflops_*`` is the
+    wall-clock rate (median), ``cpu_gflops_*`` the rate per CPU-second."""
     extra = dict(env or {})
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in extra.items()):
         raise ValueError(f"env holds names and values as strings, not {extra!r}")
@@ -414,8 +389,7 @@ def probe_mxnet_dot(env: Mapping[str, str] | None = None, size: int = 512, repea
     child_env.update(extra, SERIES_MXNET_TUNING="0")  # exactly these, not import_mxnet's own
     try:
         done = subprocess.run([sys.executable, "-m", "helpers.measure", str(size), str(repeat)],
-                              env=child_env, capture_output=True, text=True, timeout=timeout,
-                              check=False)
+                              env=child_env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"the MXNet probe with {extra} did not finish in {timeout:g} s; "
                            "the machine may be overloaded, try a smaller size") from None
@@ -441,9 +415,8 @@ def _probe(size: int, repeat: int) -> dict[str, Any]:
         out[f"cpu_gflops_{name}"] = 2.0 * size**3 / cpu_seconds_per_call(fn) / 1e9
         out[f"threads_{name}"] = busy_threads(fn)
     libraries = blas_libraries()
-    out["kernels_mxnet"] = kernels_of(libraries, "mxnet")
-    out["kernels_numpy"] = kernels_of(libraries, "numpy")
-    return out
+    return {**out, "kernels_mxnet": kernels_of(libraries, "mxnet"),
+            "kernels_numpy": kernels_of(libraries, "numpy")}
 
 
 if __name__ == "__main__":

@@ -14,26 +14,15 @@ import re
 import shlex
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from helpers import processes
 from helpers.exposure import check_exposure
 from helpers.machine import require_choice, require_int, require_number
 from helpers.output import Table
-from helpers.processes import (
-    LOCAL_TASKS_HINT,
-    MAX_LOCAL_TASKS,
-    LocalCluster,
-    ProcessGroup,
-    check_host,
-    describe_exit,
-    ensure_port_free,
-    free_port,
-    holders_note,
-    poll_until,
-    python_module_command,
-)
+from helpers.processes import LocalCluster, ManagedProcess, ProcessGroup
 from helpers.workers.common import READY, RESULT_PREFIX, parse_results
 
 SERVER_MODULE = "helpers.workers.mx_worker"
@@ -45,7 +34,7 @@ def dmlc_env(role: str, scheduler_host: str, scheduler_port: int, servers: int, 
              node_host: str | None = None, verbose: int = 0) -> dict[str, str]:
     """The ``DMLC_*`` variables of one process: ``node_host`` is the address it advertises
     to the others, ``verbose`` sets ``PS_VERBOSE`` (1 logs registration, 2 every message)."""
-    require_choice("role (DMLC_ROLE)", role, ROLES, "the only roles ps-lite knows")
+    require_choice("role (DMLC_ROLE)", role, ROLES, "ps-lite knows only these three")
     for name, host in (("scheduler_host", scheduler_host), ("node_host", node_host or "-")):
         if not isinstance(host, str) or not host.strip():
             raise ValueError(f"{name} must be a host name or address, not {host!r}")
@@ -65,15 +54,14 @@ def shell_commands(module: str, scheduler_host: str, scheduler_port: int,
         if isinstance(hosts, str) or not hosts or not all(isinstance(h, str) for h in hosts):
             raise ValueError(f"{name} is a non-empty list of host names, not {hosts!r}: write "
                              f"{[hosts] if isinstance(hosts, str) else ['host1']!r}")
-    plan = [("scheduler", scheduler_host, SERVER_MODULE)]
-    plan += [("server", host, SERVER_MODULE) for host in server_hosts]
-    plan += [("worker", host, module) for host in worker_hosts]
+    plan = ([("scheduler", scheduler_host)] + [("server", h) for h in server_hosts]
+            + [("worker", h) for h in worker_hosts])
     lines = []
-    for role, host, program in plan:
+    for role, host in plan:
         env = dmlc_env(role, scheduler_host, scheduler_port, len(server_hosts),
                        len(worker_hosts), node_host=host)
-        words = [f"{k}={shlex.quote(v)}" for k, v in env.items()] + [python, "-m", program]
-        words += [shlex.quote(a) for a in args] if role == "worker" else []
+        words = [f"{k}={shlex.quote(v)}" for k, v in env.items()] + [python, "-m"] + (
+            [module, *map(shlex.quote, args)] if role == "worker" else [SERVER_MODULE])
         lines.append(f"# on {host} ({role})\n{' '.join(words)}")
     return lines
 
@@ -99,27 +87,26 @@ class LocalMXCluster(LocalCluster):
         port: int | None = None, host: str = "127.0.0.1", ready_timeout: float = 90.0,
         verbose: int = 1, threads: int | None = 1, allow_external: bool = False,
     ) -> None:
-        require_int("the number of workers", workers, 1, MAX_LOCAL_TASKS, LOCAL_TASKS_HINT)
-        require_int("the number of servers", servers, 1, MAX_LOCAL_TASKS, LOCAL_TASKS_HINT)
+        for name, count in (("workers", workers), ("servers", servers)):
+            require_int(f"the number of {name}", count, 1, processes.MAX_LOCAL_TASKS,
+                        processes.LOCAL_TASKS_HINT)
         self.ready_timeout = require_number("ready_timeout (seconds)", ready_timeout, above=0)
         require_choice("verbose (PS_VERBOSE)", verbose, (0, 1, 2))
         self.allow_external = require_choice("allow_external", allow_external, (False, True))
-        if threads is not None:
-            require_int("the number of threads", threads, 1, 1024)
         if isinstance(args, str) or not all(isinstance(a, str) for a in args):
             raise ValueError(f"args is a list of str (command-line arguments), not {args!r}")
         dmlc = sorted(k for k in env or {} if k.startswith("DMLC_"))
         if dmlc:
             raise ValueError(f"env sets {', '.join(dmlc)}, but the cluster sets the DMLC_* "
                              "variables itself; pass workers=, servers=, port= or host= instead")
-        self.host = check_host(host)
-        self.port = ensure_port_free(port, host) if port is not None else None
-        self.commands = {"worker": python_module_command(module, *args),
-                         "server": python_module_command(SERVER_MODULE)}
+        threads_env = {} if threads is None else {
+            "OMP_NUM_THREADS": str(require_int("the number of threads", threads, 1, 1024))}
+        self.extra_env = {**threads_env, **(env or {})}
+        self.host = processes.check_host(host)
+        self.port = processes.ensure_port_free(port, host) if port is not None else None
+        self.worker_command = processes.python_module_command(module, *args)
+        self.server_command = processes.python_module_command(SERVER_MODULE)
         self.module, self.workers, self.servers, self.verbose = module, workers, servers, verbose
-        self.extra_env = dict(env or {})
-        if threads is not None:
-            self.extra_env.setdefault("OMP_NUM_THREADS", str(threads))
         self.group = ProcessGroup("mxnet-cluster", log_dir)
         self.ready_seconds: float | None = None
 
@@ -145,13 +132,10 @@ class LocalMXCluster(LocalCluster):
 
     # -- life cycle ------------------------------------------------------------------
     def launch(self) -> None:
-        """Start the scheduler, then, once that very process listens on the port, the
-        servers and workers, and return: ``wait()`` reports a process that fails later.
-
-        ps-lite has no cluster id, and its scheduler never moves to another port (taken,
-        it exits: "bind failed"); a server or worker started earlier would register with
-        whichever scheduler holds the port, another cluster's if both were given one port.
-        """
+        """Start the scheduler and, once that very process listens on the port, the others,
+        and return (``wait()`` reports a process that fails later). ps-lite's scheduler never
+        moves to another port (taken, it exits: "bind failed"), and a server or worker joins
+        whichever scheduler holds the port: another cluster's, if both were given one port."""
         if self.group.processes:
             raise RuntimeError("this cluster was started already; make a new LocalMXCluster")
         address = socket.getaddrinfo(self.host, None)[0][4][0].split("%")[0]
@@ -159,23 +143,21 @@ class LocalMXCluster(LocalCluster):
             check_exposure(self.allow_external, f"this LocalMXCluster (host {self.host})",
                            servers=f"MXNet's ps-lite processes listen on {self.host} with no "
                            "authentication and unpickle what they receive")
-        self.port = self.port or free_port(self.host)
+        self.port = self.port or processes.free_port(self.host)
         self.group.claim_ports([self.port], "this LocalMXCluster")
-        ensure_port_free(self.port, self.host)
-        try:
-            for name in self.task_names():
-                role = self.role_of(name)
-                self.group.start(name, self.commands.get(role, self.commands["server"]), {
-                    **self.extra_env, **dmlc_env(role, self.host, self.port, self.servers,
-                                                 self.workers, verbose=self.verbose)})
-                if role == "scheduler":
-                    scheduler = self.group.processes[name]
-                    self.group.wait_until(scheduler, lambda: self._raise_if_any_exited() or (
-                        scheduler.listens_on(self.port, self.host)), self.ready_timeout,
-                        f"listening on {self.port}")
-        except BaseException:
-            self.stop()
-            raise
+        processes.ensure_port_free(self.port, self.host)
+        scheduler, *others = self.task_names()
+        ours = self._start_task(scheduler)
+        self._wait_forming(lambda: ours.listens_on(self.port, self.host),
+                           f"listening on {self.port}")
+        for name in others:
+            self._start_task(name)
+
+    def _start_task(self, name: str) -> ManagedProcess:
+        role = self.role_of(name)
+        command = self.worker_command if role == "worker" else self.server_command
+        return self.group.start(name, command, {**self.extra_env, **dmlc_env(
+            role, self.host, self.port, self.servers, self.workers, verbose=self.verbose)})
 
     def start(self, wait_for_workers: bool = True) -> float:
         """Start every process; return seconds until the cluster has formed (the scheduler
@@ -184,34 +166,35 @@ class LocalMXCluster(LocalCluster):
         begin = time.monotonic()
         self.launch()
         workers = [p for n, p in self.group.processes.items() if self.role_of(n) == "worker"]
-
-        def formed() -> bool:  # a short job may have ended since: wait() says how
-            return all(READY in p.log() for p in workers) or self._raise_if_any_exited()
-
-        try:
-            if wait_for_workers:
-                self.group.wait_until(self.group.processes["scheduler"], formed,
-                                      self.ready_timeout, "the cluster formed (every worker ready)")
-        except BaseException:
-            self.stop()
-            raise
+        if wait_for_workers:
+            self._wait_forming(lambda: all(READY in p.log() for p in workers),
+                               "the cluster formed (every worker ready)")
         self.ready_seconds = time.monotonic() - begin
         return self.ready_seconds
 
-    def _raise_if_any_exited(self) -> bool:
-        """While forming, any exit is fatal (but a very short worker may be done already)."""
-        for name, proc in self.group.processes.items():
-            if not (proc.alive or (self.role_of(name) == "worker" and READY in proc.log())):
-                self._fail(name, proc.returncode, " before the cluster formed")
-        return False
+    def _wait_forming(self, condition: Callable[[], bool], what: str) -> None:
+        """Wait until ``condition()``; any exit before is fatal and ends every process (but a
+        worker may be done already, and a short job over: ``wait()`` says how)."""
+        def formed() -> bool:
+            if condition():
+                return True
+            for name, proc in self.group.processes.items():
+                if not (proc.alive or (self.role_of(name) == "worker" and READY in proc.log())):
+                    self._fail(name, proc.returncode, " before the cluster formed")
+            return False
+
+        try:
+            self.group.wait_until(self.group.processes["scheduler"], formed, self.ready_timeout,
+                                  what)
+        except BaseException:
+            self.stop()
+            raise
 
     def wait(self, tasks: list[str] | None = None, timeout: float = 120.0) -> dict[str, int]:
         """Wait for ``tasks`` to exit (by default the whole job); return their exit codes.
-
-        Every role is watched: a worker that fails, or a server or the scheduler that ends
-        while workers still run, is named at once (RuntimeError) after ending every process,
-        since the others would block forever. TimeoutError names the laggards.
-        """
+        A worker that fails, or a server or the scheduler that ends while workers still run,
+        is named at once (RuntimeError) after ending every process, since the others would
+        block forever. TimeoutError names the laggards."""
         require_number("timeout (seconds)", timeout, above=0)
         if not self.group.processes:
             raise RuntimeError("nothing to wait for: call start() first")
@@ -220,8 +203,7 @@ class LocalMXCluster(LocalCluster):
         support = [n for n in self.task_names() if n not in workers]
 
         def check() -> dict[str, int] | None:
-            # Servers and the scheduler read first, so that a worker seen running afterwards
-            # really was running when that server was seen ended.
+            # Servers and the scheduler first: a worker seen running after ran when they ended.
             codes = {n: self.group.processes[n].returncode for n in support + workers}
             still = [n for n in workers if codes[n] is None]
             for name in workers + support:  # an exit 0 of a server follows the workers'
@@ -230,25 +212,25 @@ class LocalMXCluster(LocalCluster):
                     self._fail(name, codes[name], during if still else "")
             return None if any(codes[n] is None for n in chosen) else {n: codes[n] for n in chosen}
 
-        return poll_until(check, timeout, lambda: self.group.laggards(chosen, timeout))
+        return processes.poll_until(check, timeout, lambda: self.group.laggards(chosen, timeout))
 
     def _fail(self, name: str, code: int | None, during: str) -> None:
         proc = self.group.processes[name]
-        holders = holders_note(self.port) if name == "scheduler" else ""
+        holders = processes.holders_note(self.port) if name == "scheduler" else ""
         note = (f" Its port {self.port} is taken{holders}: another cluster on the same port? "
                 "Stop it, or leave port=None to get a free one." if holders else "")
         self.stop()
         raise RuntimeError(
-            f"{name} ({self.role_of(name)}) {describe_exit(code)}{during}. The other "
-            "processes could only wait for it forever, so every process of the cluster has "
-            f"been ended (stop()).{note} End of its log ({proc.log_path.name}):\n"
+            f"{name} ({self.role_of(name)}) {processes.describe_exit(code)}{during}. The "
+            "other processes could only wait for it forever, so every process of the cluster "
+            f"has been ended (stop()).{note} End of its log ({proc.log_path.name}):\n"
             f"{proc.log_tail()}")
 
     def restart(self, tasks: str | list[str]) -> float:
         """Not possible with ps-lite: the scheduler hands out ranks once, at start-up."""
-        raise RuntimeError(
-            f"a ps-lite cluster cannot take {tasks!r} back once it has formed (the scheduler "
-            "assigns ranks only at start-up); stop() this cluster and start a new LocalMXCluster")
+        raise RuntimeError(f"a ps-lite cluster cannot take {tasks!r} back once it has formed "
+                           "(the scheduler assigns ranks only at start-up); stop() this "
+                           "cluster and start a new LocalMXCluster")
 
     def results(self) -> list[dict[str, Any]]:
         """Every worker's ``RESULT`` records (:func:`helpers.workers.mx_worker.report`), by rank."""

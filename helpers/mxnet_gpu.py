@@ -1,20 +1,12 @@
 """MXNet on GPUs beside TensorFlow: an opt-in side directory, used only after a probe passed.
 
-MXNet 1.9.1's CUDA wheel, ``mxnet-cu117``, lacks the CUDA 11 libraries it links against;
-their ``nvidia-*-cu11`` wheels overwrite files of TensorFlow's CUDA 12 ones, and its kernels
-stop at compute capability 8.6 without PTX (an H100 fails at the first kernel, "no kernel
-image is available"). So MXNet gets its CPU wheel by default, and on GPU it is opt-in: a side
-directory off ``sys.path`` (``pip install --no-deps --target .mxnet-gpu``), used only after a
-probe in a child process (:mod:`helpers.environment`) passed, so that a crash costs the
-child, never the kernel. The verdict is cached in a temporary file keyed by the side
-directory, its modification time, the interpreter and ``CUDA_VISIBLE_DEVICES``: every kernel
-and worker of a session reads one answer.
-
-``LD_LIBRARY_PATH`` is read once, when a process starts, so :func:`load_cuda_libraries`
-loads each CUDA 11 library by its full path before ``import mxnet``. A name already loaded
-is left alone, and a name TensorFlow's CUDA 12 wheels also ship (``libcusolver.so.11``,
-``libnccl.so.2``, ...) is taken from TensorFlow's newer copy: a library keeps its binary
-interface as long as it keeps its name, so one copy serves both frameworks.
+MXNet 1.9.1's CUDA wheel lacks the CUDA 11 libraries it links against (their wheels overwrite
+TensorFlow's CUDA 12 files), and its kernels stop at compute capability 8.6 without PTX. So
+MXNet gets its CPU wheel, and the GPU build is a side directory off ``sys.path``, used only
+after a probe in a child process passed (a crash costs the child, never the kernel); the
+verdict is cached in a temporary file, one answer per session. ``LD_LIBRARY_PATH`` is read
+when a process starts, so :func:`load_cuda_libraries` loads each library by its full path,
+TensorFlow's newer copy where it ships the same name (same name, same binary interface).
 """
 
 from __future__ import annotations
@@ -86,12 +78,8 @@ def runs_mxnet_kernels(capability: tuple[int, int] | None) -> bool | None:
 
 @dataclass(frozen=True)
 class MXNetRoute:
-    """Which MXNet build this process uses (``gpu``: the side directory's, or ``cpu``) and why.
-
-    ``verdict``: ``not-installed``, ``disabled``, ``ok``, ``incomplete`` (a library missing
-    from the side directory), ``no-driver``, ``missing-libraries``, ``no-kernel-image``,
-    ``driver-too-old``, ``timeout`` or ``failed``.
-    """
+    """Which MXNet build this process uses (``gpu``: the side directory's, or ``cpu``) and why:
+    ``verdict`` is ``ok``, ``not-installed``, ``disabled`` or a key of ``_REASONS``."""
 
     build: str
     verdict: str
@@ -166,10 +154,9 @@ def missing_libraries(root: Path) -> list[str]:
 
 def _is_loaded(name: str) -> bool:
     try:
-        ctypes.CDLL(name, mode=os.RTLD_NOLOAD)
+        return bool(ctypes.CDLL(name, mode=os.RTLD_NOLOAD))
     except OSError:
         return False
-    return True
 
 
 def library_plan(root: Path, shared: list[Path] | None = None,
@@ -197,15 +184,13 @@ def load_cuda_libraries(root: Path) -> list[str]:
     copy where TensorFlow's does not load); OSError names one that none could load."""
     done: list[str] = []
     failures: dict[str, str] = {}
-    for path in library_plan(root):
-        if path.name not in done:
-            try:
-                ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
-                done.append(path.name)
-            except OSError as exc:
-                failures[path.name] = str(exc)
-    lost = [name for name in failures if name not in done]
-    if lost:
+    for path in (p for p in library_plan(root) if p.name not in done):
+        try:
+            ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+            done.append(path.name)
+        except OSError as exc:
+            failures[path.name] = str(exc)
+    if lost := [name for name in failures if name not in done]:
         raise OSError(failures[lost[0]])
     return done
 
@@ -224,8 +209,7 @@ def importable_from(root: Path) -> Iterator[None]:
 
 # -- the probe ---------------------------------------------------------------------------------
 def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""
+    return next((line.strip()[:300] for line in reversed(text.splitlines()) if line.strip()), "")
 
 
 def classify(returncode: int | None, stdout: str, stderr: str, root: Path) -> MXNetRoute:
@@ -233,9 +217,7 @@ def classify(returncode: int | None, stdout: str, stderr: str, root: Path) -> MX
     report: dict = {}
     for line in reversed(stdout.splitlines()):
         with contextlib.suppress(ValueError):
-            report = json.loads(line) if line.startswith("{") else report
-        if report:
-            break
+            report = report or (json.loads(line) if line.startswith("{") else {})
     cards = tuple((str(c[0]), tuple(c[1]) if c[1] else None) for c in report.get("cards", []))
     common = {"side_dir": str(root), "cards": cards}
     if returncode is None:
@@ -305,10 +287,8 @@ def _write(path: Path, route: MXNetRoute) -> None:
 
 
 def route(probe: Callable[[Path], MXNetRoute] = run_probe) -> MXNetRoute:
-    """The MXNet build this process imports (or imported), deciding once per session.
-
-    ``probe(root)`` returns a fresh probe's verdict; tests pass a fake.
-    """
+    """The MXNet build this process imports (or imported), deciding once per session;
+    ``probe(root)`` returns a fresh probe's verdict (tests pass a fake)."""
     root = side_dir()
     if str(root) in _decided:
         return _decided[str(root)]

@@ -1,11 +1,9 @@
 """Capture what TensorFlow writes, and read its device-placement log (notebook 02).
 
-TensorFlow's C++ runtime writes its placement log and start-up messages straight to file
-descriptors 1 and 2, below Python's ``sys.stdout``, where ``contextlib.redirect_stdout``
-cannot see them: :func:`capture_fds` swaps the descriptors themselves for a temporary file
-(in a terminal and in a Jupyter kernel alike). Its Python side reports through ``logging``:
-:func:`capture_log` collects those records. With ``log_device_placement`` on, the runtime
-writes one line per placed node, in two formats:
+TensorFlow's C++ runtime writes to file descriptors 1 and 2, below Python's ``sys.stdout``
+where ``contextlib.redirect_stdout`` cannot see it: :func:`capture_fds` swaps the descriptors
+for a temporary file. Its Python side logs through ``logging`` (:func:`capture_log`). With
+``log_device_placement`` on, the runtime writes one line per placed node, in two formats:
 
 * graph placement (Session graphs, ``tf.function``): ``MatMul: (MatMul): /job:.../device:CPU:0``,
   on stdout and repeated on stderr with a log prefix;
@@ -152,11 +150,8 @@ class PlacementLog:
         return {r.short_device for r in self.records if op in (r.op, r.name)}
 
     def table(self, skip_plumbing: bool = True, via: str | None = None) -> Table:
-        """The records, by default without the _Arg/_Retval plumbing nodes.
-
-        ``via="eager"`` keeps the ``Executing op`` lines (an eager op can also log the
-        placement of the one-op function it runs as), ``via="graph"`` the placer's lines.
-        """
+        """The records, without the _Arg/_Retval plumbing nodes unless asked; ``via="eager"``
+        keeps the ``Executing op`` lines, ``via="graph"`` the placer's."""
         if via not in (None, "graph", "eager"):
             raise ValueError(f"via must be None, 'graph' or 'eager', not {via!r}")
         plumbing = ("_Arg", "_Retval", "_DeviceArg", "_DeviceRetval") if skip_plumbing else ()
@@ -176,9 +171,7 @@ class _EagerLineFilter:
     _STARTS = ("Executing op ", "Device mapping:", "/job:")
 
     def __init__(self, target: TextIO) -> None:
-        self.target = target
-        self.caught: list[str] = []
-        self._pending = ""
+        self.target, self.caught, self._pending = target, [], ""
         self._lock = threading.Lock()
 
     def write(self, text: str) -> int:
@@ -220,6 +213,5 @@ def capture_placement() -> Iterator[PlacementLog]:
                 if stream._pending:
                     original.write(stream._pending)
             sys.stdout = original
-    log.stdout = captured.stdout + "".join(stream.caught)
-    log.stderr = captured.stderr
+    log.stdout, log.stderr = captured.stdout + "".join(stream.caught), captured.stderr
     log.records = parse_placement(log.stdout, log.stderr)

@@ -1,12 +1,11 @@
 """Start, watch and always end the processes of a local cluster; what its clusters share.
 
-Each process runs in its own process group, its output in a log file. Ready is checked
-(the task's own process listens, a line in its log), never assumed after a ``sleep``,
-and every wait (:func:`poll_until`) has a timeout and names a process that died, with
-its log's end. A :class:`ProcessGroup` ends what it started when its ``with`` block ends
-(however it ends), at exit, and through Linux's parent-death signal when the kernel is
-killed. A group is signalled only while its leader is our unreaped child (until then its
-pid cannot be reused), and reaped only after a SIGKILL has ended what it left behind.
+Each process runs in its own process group, its output in a log file. Ready is checked,
+never assumed after a ``sleep``; every wait (:func:`poll_until`) has a timeout and names a
+process that died, with its log's end. A :class:`ProcessGroup` ends what it started when
+its ``with`` block ends, at exit, and through Linux's parent-death signal. A group is
+signalled only while its leader is our unreaped child (until then its pid cannot be
+reused), and reaped only after a SIGKILL has ended what it left behind.
 """
 
 from __future__ import annotations
@@ -163,16 +162,6 @@ def python_module_command(module: str, *args: str) -> list[str]:
 
 # -- a network of their own: tasks no other machine can reach -------------------------------
 
-# Brings the loopback up (ioctl SIOCGIFFLAGS, SIOCSIFFLAGS with IFF_UP; no need for `ip`).
-_LOOPBACK_UP = """import fcntl, socket, struct, time
-with socket.socket() as s:
-    ifreq = fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", b"lo", 0))
-    fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", struct.unpack_from("16sH", ifreq)[1] | 1))
-print("loopback up", flush=True)
-while True:
-    time.sleep(3600)"""
-
-
 def _unshare() -> list[str]:
     """Without root, in a user namespace of one's own: a "root" with no more rights than one."""
     return ["unshare", *(["--user", "--map-root-user"] if os.geteuid() else []), "--net"]
@@ -196,14 +185,71 @@ def isolation_problem() -> str:
     return (said.strip().splitlines() or ["failed"])[-1] if said else ""
 
 
-def start_network_namespace(group: ProcessGroup) -> list[str]:
+# Run as `python -c _NETWORK up|- RULE...`: "up" brings the loopback up (ioctl SIOCGIFFLAGS,
+# SIOCSIFFLAGS with IFF_UP); each rule (`tcp:4000=unix:/d/4000`, or the reverse) listens on
+# its left and carries every connection to its right. TCP_NODELAY, which accepted sockets
+# inherit: without it small gRPC messages wait 40 ms for an ACK.
+_NETWORK = """import contextlib, fcntl, os, socket, struct, sys, threading, time
+if sys.argv[1] == "up":
+    with socket.socket() as s:
+        ifreq = fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", b"lo", 0))
+        flags = struct.unpack_from("16sH", ifreq)[1] | 1
+        fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", flags))
+def opened(side):
+    kind, _, where = side.partition(":")
+    if kind == "unix":
+        return socket.socket(socket.AF_UNIX), where
+    s = socket.socket()
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s, ("127.0.0.1", int(where))
+def pump(source, sink):
+    with contextlib.suppress(OSError):
+        while data := source.recv(1 << 16):
+            sink.sendall(data)
+    for s in (source, sink):
+        with contextlib.suppress(OSError):
+            s.shutdown(socket.SHUT_RDWR)
+def serve(listener, target):
+    while True:
+        client, (sink, address) = listener.accept()[0], opened(target)
+        try:
+            sink.connect(address)
+        except OSError:
+            client.close()
+            continue
+        for a, b in ((client, sink), (sink, client)):
+            threading.Thread(target=pump, args=(a, b), daemon=True).start()
+for rule in sys.argv[2:]:
+    listener, address = opened(rule.split("=")[0])
+    if isinstance(address, str) and os.path.exists(address):
+        os.unlink(address)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(address)
+    listener.listen(64)
+    threading.Thread(target=serve, args=(listener, rule.split("=")[1]), daemon=True).start()
+print("ready", flush=True)
+while True:
+    time.sleep(3600)"""
+
+
+def start_network_namespace(group: ProcessGroup, inside: Iterable[int] = (),
+                            here: Iterable[int] = ()) -> list[str]:
     """Start ``netns`` in ``group``: it holds a new network namespace, loopback up, until the
     group ends it. Return the prefix that runs a command inside (``nsenter`` execs it: same
-    pid, same process group). Nothing outside can connect to a port opened inside."""
-    holder = group.start("netns", [*_unshare(), sys.executable, "-I", "-S", "-c", _LOOPBACK_UP])
-    group.wait_until(holder, lambda: "loopback up" in holder.log(), 10, "its loopback was up")
+    pid, same process group). Nothing outside can connect to a port opened inside, but for
+    the ports ``inside``, reached from this network's 127.0.0.1, while the namespace reaches
+    the ports ``here`` on its own 127.0.0.1: a relay on each side passes every connection on
+    through a Unix socket in the group's folder (a file, which both networks see)."""
+    out = [f"tcp:{p}=unix:{group.log_dir}/{p}" for p in inside]
+    out += [f"unix:{group.log_dir}/{p}=tcp:{p}" for p in here]
+    command = [sys.executable, "-I", "-S", "-c", _NETWORK]
+    for name, prefix, rules in (("netns", [*_unshare(), *command, "up"], [
+            "=".join(rule.split("=")[::-1]) for rule in out]), ("relay", [*command, "-"], out)):
+        if name == "netns" or rules:
+            proc = group.start(name, [*prefix, *rules])
+            group.wait_until(proc, lambda p=proc: "ready" in p.log(), 10, "ready")
     user = ["--user", "--preserve-credentials"] if os.geteuid() else []
-    return ["nsenter", f"--target={holder.pid}", *user, "--net", "--"]
+    return ["nsenter", f"--target={group.processes['netns'].pid}", *user, "--net", "--"]
 
 
 # -- starting processes: they die with this one ----------------------------------------------
@@ -309,11 +355,8 @@ class ManagedProcess:
 
 
 class ProcessGroup:
-    """Processes started together and ended together. Use it as a context manager.
-
-    Without ``log_dir`` it makes its own folder in the temporary directory, named after
-    this process, and removes old ones (:func:`prune_log_folders`).
-    """
+    """Processes started and ended together (a context manager). Without ``log_dir`` it
+    makes a folder of its own in the temporary directory (:func:`prune_log_folders`)."""
 
     def __init__(self, name: str = "cluster", log_dir: Path | str | None = None) -> None:
         self.name = name
@@ -343,11 +386,8 @@ class ProcessGroup:
         return [n for n, p in self.processes.items() if not p.has_exited()]
 
     def claim_ports(self, ports: Iterable[int], what: str) -> None:
-        """Hold ``ports`` for this group; ValueError if a running group of ours holds one.
-
-        Two clusters of one notebook given the same port would otherwise both pass the
-        free-port check (neither listens yet) and then register with each other.
-        """
+        """Hold ``ports`` for this group; ValueError if a running group of ours holds one
+        (two clusters on one port would both pass the free-port check, then meet)."""
         wanted = set(ports)
         for other in list(_LIVE_GROUPS):
             shared = sorted(wanted & other.claimed) if other is not self else []
@@ -462,10 +502,8 @@ def prune_log_folders(root: Path | str, keep: int = 10) -> list[Path]:
 
 
 def leftover_processes() -> list[str]:
-    """``pid command`` of every process this one started that still runs (zombies aside).
-
-    The check a notebook ends with: after every cluster's ``with`` block it must be empty.
-    """
+    """``pid command`` of every process this one started that still runs (zombies aside):
+    what a notebook checks is empty at its end."""
     left = []
     for child in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.NoSuchProcess):
@@ -488,10 +526,8 @@ def describe_exit(code: int | None) -> str:
 # -- what every local cluster of the series answers, whichever framework it runs -------------
 
 class LocalCluster:
-    """Tasks started as real processes on this machine and ended with the ``with`` block.
-
-    Subclasses set ``self.group`` and define :meth:`task_names`, ``table`` and ``start``.
-    """
+    """Tasks started as real processes on this machine and ended with the ``with`` block;
+    subclasses set ``self.group`` and define :meth:`task_names`, ``table`` and ``start``."""
 
     #: A framework's own log lines (TensorFlow's ``I0000 ...] ...``), left out on request.
     FRAMEWORK_LOG_LINE: re.Pattern[str] = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ \S+\] ")

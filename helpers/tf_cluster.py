@@ -1,9 +1,7 @@
 """A TensorFlow cluster of real processes on one machine, each task told its place by ``TF_CONFIG``.
 
-Every task is a process with a gRPC server at ``host:port`` that reads the whole cluster
-from ``TF_CONFIG``, on eight machines or on one: a lesson starts the very programs that
-would run on real machines, here on ``127.0.0.1`` with one free port each, and where Linux
-allows it in a network namespace of their own that no other machine can reach.
+A lesson starts the very programs that would run on eight machines, here on ``127.0.0.1``
+with one free port each, and where Linux allows it in a network namespace of their own.
 """
 
 from __future__ import annotations
@@ -86,6 +84,8 @@ def gpu_task_env(gpus: int, chief: int = 0) -> TaskEnv:
     Several TensorFlow processes would otherwise all claim every GPU. An inherited
     ``CUDA_VISIBLE_DEVICES`` (the user's, SLURM's) limits the GPUs handed out.
     """
+    require_int("gpus (the GPUs to hand out; physical_gpu_count() counts them)", gpus, 0)
+    require_int("chief (1 when the cluster has a chief that gets a GPU)", chief, 0, 1)
     inherited = os.environ.get("CUDA_VISIBLE_DEVICES")
     visible = ([str(i) for i in range(gpus)] if inherited is None
                else [t.strip() for t in inherited.split(",") if t.strip()][:gpus])
@@ -105,20 +105,18 @@ def gpu_task_env(gpus: int, chief: int = 0) -> TaskEnv:
 class LocalTFCluster(LocalCluster):
     """Tasks of a TensorFlow cluster as real processes on one machine. A context manager.
 
-    Every task runs ``python -m module`` with its own ``TF_CONFIG`` (left out with
-    ``set_tf_config=False``), plus ``task_args(task_type, index, cluster)`` for flag-style
-    programs (TF1's ``--job_name --task_index --ps_hosts --worker_hosts``), ``env`` and
-    ``task_env(task_type, index)`` (:func:`gpu_task_env`). Ports are picked when the object
-    is built, so :meth:`tf_config` can be shown before anything runs. A task is *ready*
-    when its own process listens on its port (a stranger that took the port does not
-    count). A task left out of :meth:`start` (a chief played by the notebook) keeps
-    its address but no process.
+    Every task runs ``python -m module`` with its own ``TF_CONFIG`` (unless
+    ``set_tf_config=False``), ``task_args(task_type, index, cluster)`` for flag-style
+    programs (TF1's), ``env`` and ``task_env(task_type, index)`` (:func:`gpu_task_env`).
+    Ports are picked when the object is built. A task is *ready* when its own process
+    listens on its port. ``this_process`` names the task this very process plays
+    (ParameterServerStrategy's coordinator, in a notebook): it never gets a process.
 
     TensorFlow's servers listen on every address, unauthenticated, so where Linux allows it
-    the tasks run in a network namespace of their own: they reach each other on 127.0.0.1,
-    and nothing outside (other machines, this notebook) reaches them. ``isolate=None`` does
-    so unless the first :meth:`start` leaves a task out, for this process to play (it must
-    connect to the others); ``True`` insists, ``False`` declines; ``why_not_isolated`` says why.
+    the tasks, those started later or restarted too, run in a network namespace of their
+    own, which nothing outside reaches but ``this_process``, through relays on 127.0.0.1.
+    ``isolate=None`` does so where it can, ``True`` insists, ``False`` declines;
+    ``why_not_isolated`` says why not.
     """
 
     def __init__(self, module: str, workers: int, ps: int = 0, chief: int = 0, *,
@@ -126,7 +124,8 @@ class LocalTFCluster(LocalCluster):
                  task_env: TaskEnv | None = None,
                  log_dir: str | Path | None = None, ready_timeout: float = 60.0,
                  host: str = "127.0.0.1", set_tf_config: bool = True,
-                 allow_external: bool = False, isolate: bool | None = None) -> None:
+                 allow_external: bool = False, isolate: bool | None = None,
+                 this_process: str | None = None) -> None:
         self.command = python_module_command(module)
         self.ready_timeout = require_number("ready_timeout (seconds)", ready_timeout, above=0)
         self.allow_external = require_choice("allow_external", allow_external, (False, True))
@@ -137,6 +136,10 @@ class LocalTFCluster(LocalCluster):
         self.cluster: dict[str, list[str]] = cluster_spec(workers, ps, chief, host)
         self.module, self.host, self.set_tf_config = module, host, set_tf_config
         self.task_args, self.env, self.task_env = task_args, dict(env or {}), task_env
+        self.this_process = this_process if this_process is None else require_choice(
+            "this_process", this_process, self.task_names())
+        for task in self.task_names():
+            self._task_env(task)
         self.group = ProcessGroup("tf-cluster", log_dir)
         self.netns = ProcessGroup("tf-cluster-netns", self.group.log_dir)  # its holder, if any
         self.ready_seconds: dict[str, float] = {}
@@ -179,35 +182,61 @@ class LocalTFCluster(LocalCluster):
                           self.state(task), self.listening_on(task)])
         return table
 
+    def _task_env(self, task: str) -> dict[str, str]:
+        """``env`` and ``task_env``'s variables for ``task``, each checked to be a string
+        (when the cluster is built: subprocess's TypeError names neither task nor variable)."""
+        where = f"task_env{self._job_index(task)}"
+        extra = self.task_env(*self._job_index(task)) if self.task_env else {}
+        if not isinstance(extra, dict):
+            raise ValueError(f"{where} returned {extra!r}; a task_env returns a dict of "
+                             "strings, as {'CUDA_VISIBLE_DEVICES': '0'}")
+        for source, env in (("env", self.env), (where, extra)):
+            for name, value in env.items():
+                if not (isinstance(name, str) and isinstance(value, str)):
+                    raise ValueError(f"{source} gives {task} the variable {name!r} = {value!r} "
+                                     f"({type(value).__name__}); environment variables are "
+                                     f"strings: write {str(name)!r}: {str(value)!r}")
+        return {**self.env, **extra}
+
     # -- running -------------------------------------------------------------------
     def start(self, tasks: list[str] | None = None) -> float:
-        """Start ``tasks`` (all by default); return seconds until each one's process listens
-        (per task in ``ready_seconds``). A task that exits first (RuntimeError) or is not
-        ready within ``ready_timeout`` (TimeoutError) stops the cluster, with its log's end."""
-        chosen = self._chosen(tasks)
-        running = [t for t in chosen if self._alive(t)]
-        if running:
+        """Start ``tasks`` (all but ``this_process`` by default); return seconds until each
+        one's process listens (per task in ``ready_seconds``). A task that exits first
+        (RuntimeError) or is not ready within ``ready_timeout`` (TimeoutError) stops the
+        cluster, with its log's end. Tasks started while others run join their network."""
+        chosen = self._chosen(self._own_tasks() if tasks is None else tasks)
+        if self.this_process in chosen:
+            raise ValueError(f"{self.this_process} is played by this process (this_process); "
+                             "it never gets a process of its own")
+        if running := [t for t in chosen if self._alive(t)]:
             raise ValueError(f"{', '.join(running)} already running; use restart(task) "
                              "to start a task again")
         holder = self.netns.processes.get("netns")
-        if not (self.alive() or holder and holder.alive):  # else: join the tasks running
-            self.why_not_isolated = self._why_not_isolated(chosen)
-            self.isolated = not self.why_not_isolated
+        joining = holder is not None and holder.alive
+        if not (self.alive() or joining):  # else: join the tasks running, or their namespace
+            problem = "isolate=False" if self.isolate is False else isolation_problem()
+            if problem and self.isolate:
+                raise RuntimeError(f"isolate=True, but the tasks cannot get a network "
+                                   f"namespace of their own here: {problem}; pass "
+                                   "isolate=None to run without")
+            self.isolated, self.why_not_isolated = not problem, problem
             check_exposure(self.allow_external, "this LocalTFCluster", isolated=self.isolated,
-                           why_not=self.why_not_isolated)
-        elif self.isolated and not (holder and holder.alive):
+                           why_not=problem)
+        elif self.isolated and not joining:
             raise RuntimeError("the process holding this cluster's network namespace ended, "
                                "so no task can join the others; stop() the cluster and start it")
         self.group.claim_ports([self.port(t) for t in self.task_names()], "this LocalTFCluster")
-        taken = [f"{t} {self.address(t)}" for t in chosen  # none can take them in a namespace
-                 if not (self.isolated or port_bindable(self.port(t), self.host))]
-        if taken:
+        relayed = self._own_tasks() if self.this_process and not joining else []
+        if taken := [f"{t} {self.address(t)}" for t in (relayed if self.isolated else chosen)
+                     if not port_bindable(self.port(t), self.host)]:  # none in a namespace
             raise ValueError(f"port(s) already in use: {', '.join(taken)}; end the process "
                              "holding them or build a new LocalTFCluster (it picks free ports)")
         began = time.monotonic()
         try:
-            if self.isolated and not (holder and holder.alive):
-                self._enter = start_network_namespace(self.netns)
+            if self.isolated and not joining:  # its relays reach this_process, and it them
+                self._enter = start_network_namespace(
+                    self.netns, [self.port(t) for t in relayed],
+                    [self.port(self.this_process)] if relayed else [])
             for task in chosen:
                 self._launch(task)
             self._wait_ready(chosen, began)
@@ -220,7 +249,7 @@ class LocalTFCluster(LocalCluster):
         old = self.group.processes.get(task)
         if old is not None:  # the log file is reused: keep what the last run wrote
             self._earlier_logs.setdefault(task, []).append(old.log())
-        env = {**self.env, **(self.task_env(*self._job_index(task)) if self.task_env else {})}
+        env = self._task_env(task)
         if self.set_tf_config:
             env["TF_CONFIG"] = self.tf_config(task)
         self.group.start(task, [*(self._enter if self.isolated else []), *self.command_of(task)],
@@ -253,16 +282,11 @@ class LocalTFCluster(LocalCluster):
 
         poll_until(check, began + self.ready_timeout - time.monotonic(), late)
 
-    def _why_not_isolated(self, chosen: list[str]) -> str:
-        """Why the tasks about to start get no network namespace of their own; "" if they do."""
-        problem = "isolate=False" if self.isolate is False else isolation_problem()
-        if problem and self.isolate:
-            raise RuntimeError(f"isolate=True, but the tasks cannot get a network namespace of "
-                               f"their own here: {problem}; pass isolate=None to run without")
-        left = [t for t in self.task_names() if t not in chosen]
-        return problem or (f"{', '.join(left)} left out of start(), for this process to play, "
-                           "which must connect to the others" if left and self.isolate is None
-                           else "")
+    def _own_tasks(self) -> list[str]:
+        return [t for t in self.task_names() if t != self.this_process]
+
+    def state(self, task: str) -> str:
+        return "this process" if task == self.this_process else super().state(task)
 
     def listening_on(self, task: str) -> str:
         shown = super().listening_on(task)  # in a namespace, "every address" is its loopback
@@ -281,7 +305,7 @@ class LocalTFCluster(LocalCluster):
         """Wait until ``tasks`` (all by default) exit; return their exit codes. RuntimeError
         as soon as one fails, TimeoutError naming those still running; neither stops the rest."""
         require_number("timeout (seconds)", timeout, above=0)
-        chosen = self._chosen(tasks)
+        chosen = self._chosen(self._own_tasks() if tasks is None else tasks)
         for task in chosen:
             self._started(task)
         return self.group.wait(chosen, timeout)

@@ -1,16 +1,9 @@
-"""What a profiler trace says about overlap: how long the all-reduce was in flight while the
-backward pass was still computing (notebook 12, section 3).
-
-Timing a step with one pack of gradients against several says whether the step got faster,
-not why: the exchange may have run during the backward pass, or the packs may only have
-cost more launches. A trace answers the question directly. ``tf.profiler.experimental``
-writes one ``*.xplane.pb`` per session (an ``XSpace`` protocol buffer: planes of lines of
-timed events); on the host plane every executed op is one event named ``node:OpType`` on
-the thread that ran it, and asynchronous ops (a collective) are an event on the thread that
-carried them out. This module turns those events into :class:`Span` objects with the
-device the graph placed their op on, sorts them into collective and backward work, and
-measures, per device, the collective time that lies inside the backward pass's span.
-"""
+"""What a profiler trace says about overlap (notebook 12, section 3): a timing says whether a
+step got faster, a trace says what ran when. ``tf.profiler.experimental`` writes one
+``*.xplane.pb`` per session (an ``XSpace``); on its host plane each executed op is an event
+``node:OpType`` on the thread that ran it. This module turns them into :class:`Span` objects
+placed on their graph devices, and measures per device how long the all-reduce was in flight
+inside the replica's backward pass."""
 
 from __future__ import annotations
 
@@ -24,22 +17,18 @@ from helpers.placement import capture_fds
 
 #: Op types that exchange data between replicas: the all-reduce of tf.distribute's
 #: collective implementations (CPU ring and GPU NCCL) and the older ops.
-COLLECTIVE_TYPES = frozenset({
-    "CollectiveReduce", "CollectiveReduceV2", "CollectiveReduceV3", "CollectiveGather",
-    "CollectiveGatherV2", "CollectiveAllToAllV2", "CollectiveAllToAllV3", "NcclAllReduce",
-    "NcclReduce", "CollectiveBcastSend", "CollectiveBcastRecv", "CollectiveBcastSendV2",
-    "CollectiveBcastRecvV2",
-})
+COLLECTIVE_TYPES = frozenset({"NcclAllReduce", "NcclReduce"} | {"Collective" + kind for kind in (
+    "Reduce ReduceV2 ReduceV3 Gather GatherV2 AllToAllV2 AllToAllV3 BcastSend BcastRecv "
+    "BcastSendV2 BcastRecvV2").split()})
 #: The name scope ``tf.GradientTape.gradient`` gives the ops of the backward pass.
 BACKWARD_SCOPE = "gradient_tape/"
-KINDS = ("collective", "backward", "other")
+#: The colour of each kind of op in :func:`draw_trace`.
+COLOURS = {"backward": "tab:blue", "collective": "tab:orange", "other": "silver"}
 
 
 @dataclass(frozen=True)
 class Span:
-    """One op's execution: which node, of what type, on which device and thread, from when to
-    when (seconds on the profiler's clock)."""
-
+    """One op's execution: node, type, device, thread, start and end (the profiler's seconds)."""
     name: str
     op_type: str
     device: str
@@ -74,12 +63,9 @@ def graph_devices(graph: Any) -> dict[str, str]:
 
 
 def profile_call(fn: Callable[[], Any], devices: Mapping[str, str]) -> list[Span]:
-    """Run ``fn()`` once under TensorFlow's profiler and return its ops as spans.
-
-    One profiler session per call (about 5 ms to start and stop on a CPU), so a trace holds
-    exactly one step and repeats are separate traces; ``fn`` must wait for its result (call
-    ``.numpy()``), or the step's last ops would run after the session stopped.
-    """
+    """Run ``fn()`` once under TensorFlow's profiler and return its ops as spans: one session
+    per call (about 5 ms on a CPU), so a trace holds one step; ``fn`` must wait for its result
+    (``.numpy()``), or the step's last ops would run after the session stopped."""
     from helpers.frameworks import import_tensorflow  # noqa: PLC0415
 
     tf = import_tensorflow(keras=False)
@@ -96,20 +82,13 @@ def profile_call(fn: Callable[[], Any], devices: Mapping[str, str]) -> list[Span
 
 def host_spans(xspace: bytes, devices: Mapping[str, str]) -> list[Span]:
     """The op events of the host plane of a serialized ``XSpace``, placed by ``devices`` (a
-    graph node's name to its device, e.g. from a concrete function's operations).
-
-    The executor's events are named ``node:OpType``; events whose node is not in
-    ``devices`` (the profiler's own, eager copies, ops of other functions) are left out,
-    so the spans are exactly the traced function's ops.
-    """
+    graph node's name to its device). Events whose node is not in ``devices`` (the profiler's
+    own, eager copies, other functions' ops) are left out: the spans are the traced function's."""
     from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: PLC0415  (heavy import)
 
-    space = xplane_pb2.XSpace()
-    space.ParseFromString(xspace)
+    space = xplane_pb2.XSpace.FromString(xspace)
     spans = []
-    for plane in space.planes:
-        if not plane.name.startswith("/host:"):
-            continue
+    for plane in (p for p in space.planes if p.name.startswith("/host:")):
         for line in plane.lines:
             for event in line.events:
                 name, _, op_type = plane.event_metadata[event.metadata_id].name.rpartition(":")
@@ -135,33 +114,49 @@ def covered(intervals: Iterable[tuple[float, float]], window: tuple[float, float
     return total
 
 
-def backward_window(spans: Sequence[Span]) -> tuple[float, float] | None:
-    """From the first backward op's start to the last one's end (None without any)."""
-    backward = [s for s in spans if s.kind == "backward"]
-    if not backward:
-        return None
-    return min(s.start for s in backward), max(s.end for s in backward)
-
-
 def windows_by_device(spans: Sequence[Span]) -> dict[str, tuple[float, float]]:
-    """Each device's backward window: each replica computes its own gradients, on its own
-    schedule, so the windows differ (one replica often finishes before the other)."""
-    windows = {}
-    for device in sorted({s.device for s in spans}):
-        window = backward_window([s for s in spans if s.device == device])
-        if window is not None:
-            windows[device] = window
-    return windows
+    """Each device's backward window, from its first backward op's start to its last one's
+    end: each replica computes its own gradients on its own schedule, so the windows differ."""
+    windows: dict[str, tuple[float, float]] = {}
+    for s in spans:
+        if s.kind == "backward":
+            start, end = windows.get(s.device, (s.start, s.end))
+            windows[s.device] = (min(start, s.start), max(end, s.end))
+    return dict(sorted(windows.items()))
 
 
 def overlap_by_device(spans: Sequence[Span]) -> dict[str, float]:
-    """Seconds of collective work inside each device's own backward window.
-
-    Per device, because an all-reduce that starts while another replica is still computing
-    only waits for it, while one that starts while its own replica still computes earlier
-    layers is the overlap that can hide the exchange. A collective's span runs from its
-    launch to its end, so it includes the time it waits for the other replicas.
-    """
+    """Seconds of collective work inside each device's own backward window (an all-reduce that
+    starts while another replica computes only waits for it; one that starts while its own
+    replica computes earlier layers can hide the exchange), waiting for the others included."""
     return {device: covered([(s.start, s.end) for s in spans
                              if s.device == device and s.kind == "collective"], window)
             for device, window in windows_by_device(spans).items()}
+
+
+def draw_trace(panels: Mapping[str, Sequence[Span]]) -> Any:
+    """A panel per traced step: a row per device and thread, each op a bar coloured by its
+    kind, over the replica's backward window (pale): what ran when, for the eye."""
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+    from matplotlib.patches import Patch  # noqa: PLC0415
+
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 3 * len(panels)), squeeze=False)
+    for ax, (title, spans) in zip(axes[:, 0], panels.items(), strict=True):
+        t0, windows = min((s.start for s in spans), default=0.0), windows_by_device(spans)
+        rows = sorted({(s.device, s.lane) for s in spans})
+        lanes = sorted({s.lane for s in spans})  # numbered per panel: the profiler's ids are long
+        for r, (device, lane) in enumerate(rows):
+            start, end = windows.get(device, (t0, t0))
+            ax.barh(r, 1e3 * (end - start), left=1e3 * (start - t0), color="tab:blue", alpha=0.12)
+            for kind, colour in COLOURS.items():
+                ax.broken_barh([(1e3 * (s.start - t0), 1e3 * (s.end - s.start)) for s in spans
+                                if (s.device, s.lane, s.kind) == (device, lane, kind)],
+                               (r - 0.35, 0.7), color=colour)
+        ax.set_yticks(range(len(rows)), [f"{d} {ln.split('/')[0]} #{lanes.index(ln) + 1}"
+                                         for d, ln in rows], fontsize=8)
+        ax.set(title=title, xlabel="ms since the first op", ylim=(max(len(rows), 1) - 0.5, -0.5))
+    pale = Patch(color="tab:blue", alpha=0.12, label="the replica's backward span")
+    fig.legend(handles=[Patch(color=c, label=k) for k, c in COLOURS.items()] + [pale], ncol=4,
+               loc="lower center")
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig

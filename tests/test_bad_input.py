@@ -27,7 +27,7 @@ from helpers.exposure import NetworkExposure
 from helpers.measure import benchmark
 from helpers.mx_cluster import LocalMXCluster, dmlc_env, shell_commands, train_on_cluster
 from helpers.profiles import get_profile, require_fits_in_memory
-from helpers.tf_cluster import LocalTFCluster, cluster_spec, tf_config
+from helpers.tf_cluster import LocalTFCluster, cluster_spec, gpu_task_env, tf_config
 from helpers.workers import mwms_train, mx_pushpull, mx_train, mx_worker, tf1_mnist, tf_server
 
 PUSHPULL = "helpers.workers.mx_pushpull"
@@ -279,6 +279,25 @@ CASES: dict[str, Case] = {
     "tf_cluster_set_tf_config_no": Case(
         lambda: LocalTFCluster("json.tool", workers=1, set_tf_config="no"),
         r"set_tf_config must be one of False, True, not 'no'"),
+    "tf_cluster_env_value_an_int": Case(
+        lambda: LocalTFCluster("json.tool", workers=1, env={"A": 1}),
+        r"env gives worker-0 the variable 'A' = 1 \(int\); environment variables are "
+        r"strings: write 'A': '1'"),
+    "tf_cluster_task_env_value_an_int": Case(
+        lambda: LocalTFCluster("json.tool", workers=1, ps=1,
+                               task_env=lambda job, i: {"A": 1} if job == "ps" else {}),
+        r"task_env\('ps', 0\) gives ps-0 the variable 'A' = 1 \(int\); environment "
+        r"variables are strings: write 'A': '1'"),
+    "tf_cluster_task_env_returns_none": Case(
+        lambda: LocalTFCluster("json.tool", workers=1, task_env=lambda job, i: None),
+        r"task_env\('worker', 0\) returned None; a task_env returns a dict of strings"),
+    "gpu_task_env_minus_one": Case(
+        lambda: gpu_task_env(-1),
+        r"gpus \(the GPUs to hand out; physical_gpu_count\(\) counts them\) must be an int "
+        r">= 0, not -1"),
+    "tf_cluster_this_process_not_a_task": Case(
+        lambda: LocalTFCluster("json.tool", workers=1, chief=1, this_process="chief"),
+        r"this_process must be one of 'chief-0', 'worker-0', not 'chief'"),
     "tf_cluster_log_dir_is_a_file": Case(
         lambda: LocalTFCluster("json.tool", workers=1, log_dir=_a_file(CASE_TMP[0])),
         r"log_dir '.*' cannot be a folder \(File exists\); give a folder you can write to"),
@@ -428,3 +447,9 @@ def test_bad_input_mx_cluster_on_every_address_of_a_private_machine_is_warned(ca
 def test_private_banner_names_the_cloud_case():
     banner = " ".join(PRIVATE.banner().split())  # as read, whatever the line breaks
     assert "1:1 NAT" in banner and "checkip.amazonaws.com" in banner, banner
+
+
+def test_bad_input_dmlc_env_names_the_three_roles():
+    with pytest.raises(ValueError, match=r"role \(DMLC_ROLE\) must be one of 'scheduler', "
+                                         r"'server', 'worker', not 'boss'"):
+        dmlc_env("boss", "127.0.0.1", 9091, 1, 1)

@@ -5,6 +5,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import pytest  # noqa: E402
+from fresh_python import run_python as run_fresh  # noqa: E402
 from lesson_cells import lesson  # noqa: E402
 
 from helpers.tf_cluster import tf_config  # noqa: E402
@@ -58,6 +59,23 @@ def test_worker_flags_are_checked(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         tf_allreduce.parse_args([])
     assert "TF_CONFIG is not set" in capsys.readouterr().err
+
+
+def test_one_replicas_sums_through_the_workers_own_functions():
+    """``summed`` and ``all_reduce_one`` on a one-device strategy: the sum of one replica is
+    its own value, read back as the workers read theirs (a list in, one element out)."""
+    out = run_fresh("""
+        from helpers import import_tensorflow
+        from helpers.workers import tf_allreduce as w
+        tf = import_tensorflow(keras=False)
+        strategy = tf.distribute.MirroredStrategy(["/CPU:0"])
+        one = w.all_reduce_one(tf, strategy)
+        by_hand = w.summed(tf, strategy, lambda *v: tf.split(w.all_reduce(tf, tf.concat(v, 0)), 2))
+        print(w.fetched(one([tf.constant([3.0, 4.0])])),
+              w.fetched(by_hand([tf.constant([1.0]), tf.constant([5.0])])))
+    """)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-2:] == ["3.0", "5.0"]
 
 
 class RecordingKV:

@@ -18,7 +18,8 @@ def test_one_numpy_2_for_every_python_and_mxnet_apart():
     assert "mxnet" not in read_pins()  # it cannot resolve beside numpy 2: installed --no-deps
     assert read_pins(MXNET_REQUIREMENTS) == {"mxnet": "1.9.1"}
     for constraints in sorted(REQUIREMENTS.parent.glob("constraints/*py3.1*.txt")):
-        assert f"numpy=={pinned}\n" in constraints.read_text(), constraints.name
+        if not constraints.name.startswith("site-"):  # the site's builder runs no notebook
+            assert f"numpy=={pinned}\n" in constraints.read_text(), constraints.name
 
 
 def test_every_pin_in_requirements_holds():

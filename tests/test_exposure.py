@@ -163,7 +163,7 @@ def test_the_banner_says_whether_clusters_get_a_namespace_and_why_not():
 
 
 def test_a_cluster_without_a_namespace_where_others_get_one_says_why(capsys):
-    why = "chief-0 left out of start(), for this process to play"
+    why = "a reason of the caller's"
     check_exposure(exposure=network_exposure(CI_MACHINE, isolation=""), why_not=why)
     assert " ".join(capsys.readouterr().out.split("=")[-1].split()) == (
         f"Note: this TensorFlow cluster runs without a network namespace of its own ({why}): "

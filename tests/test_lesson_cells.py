@@ -5,6 +5,7 @@ The values are checked here too, on the notebook's own definitions.
 
 import ast
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -20,14 +21,14 @@ TAUGHT = {
     "10": ["amdahl_speedup", "karp_flatt", "compute_seconds", "step_seconds",
            "parameter_server_seconds", "ring_allreduce_seconds"],
     "11": ["naive_allreduce_bytes", "ring_allreduce_bytes", "slowest", "round_trips"],
-    "12": ["matmul_cost", "elementwise_cost", "OpPoint", "Roofline", "critical_batch",
-           "critical_batch_from_rates", "overlap_bounds", "accumulation_seconds", "noise_scale",
-           "steps_and_examples", "mfu", "Accelerator", "dp_threshold"],
+    "12": ["matmul_cost", "elementwise_cost", "OpPoint", "Roofline", "product_precision",
+           "comm_threshold", "overlap_bounds", "accumulation_seconds", "dp_threshold"],
     "13": ["zero_bytes_per_replica", "bubble_fraction", "run_gpipe", "TrainingMemory",
            "MemorySteps", "replayed_bubble", "waiting_share", "gpipe_order", "run_pipeline",
            "one_f_one_b_order", "run_1f1b", "step_needs"],
     "14": ["bytes_per_parameter", "float16_losses", "dynamic_scale", "reduce_scatter",
            "all_gather", "zero_sent_bytes", "memory_per_device", "Held"],
+    "15": ["noise_scale", "steps_and_examples", "model_flops_per_example", "mfu"],
 }
 #: What later notebooks reuse: the package keeps one copy, with a pointer to its notebook.
 REUSED = {"parameter_server_seconds", "ring_allreduce_seconds", "zero_bytes_per_replica"}
@@ -94,7 +95,7 @@ def test_allreduce_bytes():
     assert nb.ring_allreduce_bytes(4, 100) == [(150, 150)] * 4
 
 
-def test_roofline_and_critical_batch():
+def test_roofline_and_communication_threshold():
     nb = lesson("12")
     assert nb.matmul_cost(2, 3, 4) == (48.0, 4.0 * (6 + 12 + 8))
     assert nb.elementwise_cost(10, inputs=2, flops_per_element=1) == (10.0, 120.0)
@@ -104,19 +105,21 @@ def test_roofline_and_critical_batch():
     assert roof.bound(1) == "memory" and roof.bound(10) == "compute"
     op = nb.OpPoint("op", flops=1e9, nbytes=1e8, seconds=0.1)
     assert op.intensity == 10 and roof.fraction(op) == pytest.approx(0.1)
-    assert nb.critical_batch(1e-5, 1e-3) == pytest.approx(100)
-    assert nb.critical_batch_from_rates(1e6, 1e11, 1e-3) == pytest.approx(100)
-    assert nb.overlap_bounds(3.0, 1.0) == (3.0, 4.0)
+    assert nb.comm_threshold(1e-5, 1e-3) == pytest.approx(100)
+    assert nb.overlap_bounds(0.5, 3.0, 1.0) == (3.5, 4.5)  # the fixed cost is paid either way
     compute = AlphaBeta(0.001, 1e-5)
     # accumulated: one call (one fixed cost) and one exchange for the 4 micro-batches
     assert nb.accumulation_seconds(4, 10, compute, 0.01) == pytest.approx(
         0.001 + 0.01 + 4 * 10 * 1e-5)
     assert nb.accumulation_seconds(4, 10, compute, 0.01, accumulate=False) == pytest.approx(
         4 * (0.0011 + 0.01))
+    assert nb.dp_threshold(3e12, 1e9) == pytest.approx(4000)  # (4/3) C / W
+    assert nb.dp_threshold(4.59e14, 1.8e11, grad_bytes=2, flops_per_param=4) == pytest.approx(
+        2550)  # the scaling book's C / W for a TPU v5p over one axis
 
 
-def test_noise_scale_and_the_steps_examples_trade_off():
-    nb = lesson("12", np=np)  # the notebook imports NumPy in a cell of its own
+def test_noise_scale_the_steps_examples_trade_off_and_mfu():
+    nb = lesson("15", np=np)  # the notebook imports NumPy in a cell of its own
     # |G|^2 = 2 and tr(Sigma) = 100: a batch of B has E|G_B|^2 = 2 + 100 / B
     signal, trace, b_simple = nb.noise_scale([2 + 100 / 10, 2 + 100 / 10], [2 + 100 / 100], 10, 100)
     assert (signal, trace, b_simple) == pytest.approx((2, 100, 50))
@@ -124,8 +127,9 @@ def test_noise_scale_and_the_steps_examples_trade_off():
         steps, examples = nb.steps_and_examples(batch, 50)
         assert (steps - 1) * (examples - 1) == pytest.approx(1)  # the paper's trade-off
     assert nb.steps_and_examples(50, 50) == (2, 2)
-    assert nb.dp_threshold(3e12, 1e9) == pytest.approx(4000)
     assert nb.mfu(1e9, 0.5, 4e9) == pytest.approx(0.5)
+    layers = [SimpleNamespace(flops=f) for f in (0, 10, 0, 20)]  # the first layer with FLOPs: 10
+    assert nb.model_flops_per_example(layers) == 3 * 30 - 10  # its input gradient is not needed
 
 
 def test_zero_reproduces_the_papers_example():

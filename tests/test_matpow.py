@@ -1,4 +1,4 @@
-"""The seed's matrix power as notebook 04 writes it: the power it computes, its work count,
+"""The book's matrix power as notebook 04 writes it: the power it computes, its work count,
 the overflow prediction and the cheap check of its result."""
 
 import math
@@ -27,6 +27,12 @@ def test_matpow_returns_the_power_n_plus_one_with_n_products():
     assert len(calls) == 7
 
 
+@pytest.mark.parametrize("n", [-1, -5, 2.5])
+def test_matpow_refuses_a_count_of_products_that_is_not_a_whole_number(n):
+    with pytest.raises(ValueError, match="whole number >= 0"):
+        matpow(np.eye(2), n, np.matmul)
+
+
 def test_flops_count_products_and_the_sum():
     assert NB04.matpow_flops(10, 3) == 2 * 3 * 2 * 1000 + 100
     assert NB04.matpow_flops(10, 3, matrices=1) == 3 * 2 * 1000
@@ -38,7 +44,7 @@ def test_entry_estimate_matches_a_real_power():
     assert abs(NB04.entry_log10(200, 6) - measured) < 0.1
 
 
-def test_seed_configuration_is_just_below_float32_overflow():
+def test_the_books_configuration_is_just_below_float32_overflow():
     assert not NB04.overflows(10_000, 10)
     assert NB04.overflows(10_000, 11)
     assert NB04.largest_safe_n(10_000) == 10

@@ -58,9 +58,8 @@ def test_training_memory_parts():
     assert m.parts() == {"weights": 4000, "gradients": 4000, "optimizer states": 8000,
                          "activations": 800}
     assert m.total == 16800
-    assert TrainingMemory(params=10, optimizer="sgd").optimizer_states == 0
-    assert TrainingMemory(params=10, optimizer="momentum").optimizer_states == 40
-    assert m.table().column("part")[-1] == "total"
+    assert TrainingMemory(params=10, optimizer="sgd").parts()["optimizer states"] == 0
+    assert TrainingMemory(params=10, optimizer="momentum").parts()["optimizer states"] == 40
 
 
 def test_memory_steps_record_growth_from_any_reader():
@@ -78,3 +77,29 @@ def test_memory_steps_read_this_process_by_default():
     steps = MemorySteps()
     kept = steps.step("64 MB", lambda: bytearray(64 * 2**20))
     assert steps.last > 10e6 and steps.steps[0][1] > 32 * 2**20 and len(kept) == 64 * 2**20
+
+
+def test_notebook_14_dynamic_loss_scale_is_keras_rule():
+    """Notebook 14's `dynamic_scale` against Keras's own `LossScaleOptimizer`: halve on an
+    overflowing float16 gradient, double after `dynamic_growth_steps` clean steps."""
+    import numpy as np
+
+    from helpers import import_tensorflow
+
+    tf = import_tensorflow()
+    import keras
+
+    nb = lesson("14", "dynamic_scale", np=np, F16=np.finfo(np.float16))
+    largest = [1.0, 1.0, 1e4, 1.0, 1.0, 1.0, 1.0, 1.0, 3.0, 1.0]  # 1e4 x 16 overflows float16
+    ours = nb.dynamic_scale(largest, scale=16.0, growth_steps=3)
+    optimizer = keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(0.0), initial_scale=16.0,
+                                                    dynamic_growth_steps=3)
+    variable = keras.Variable(np.zeros(1, np.float32))
+    optimizer.build([variable])
+    theirs = []
+    for g in largest:
+        theirs.append(float(optimizer.dynamic_scale.numpy()))
+        with np.errstate(over="ignore"):  # the float16 gradient of the scaled loss: inf or not
+            scaled = float(np.float16(g * theirs[-1]))
+        optimizer.apply([tf.constant([scaled], tf.float32)], [variable])
+    assert ours == theirs == [16, 16, 16, 8, 8, 8, 16, 16, 16, 32]

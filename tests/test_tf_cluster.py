@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import pytest
 from test_processes import NEEDS_NETNS, machine_addresses
 
 from helpers.processes import (
+    _unshare,
     describe_exit,
     isolation_problem,
     leftover_processes,
@@ -61,6 +63,7 @@ FAKE_WORKER = textwrap.dedent("""
         sys.exit(code)
     while True:
         connection, _ = server.accept()
+        connection.sendall(f"{task['type']}-{task['index']}".encode())  # who answered
         connection.close()
 """)
 
@@ -483,14 +486,85 @@ def test_tasks_started_later_join_the_namespace_of_those_running(fake_module):
         assert len(networks) == 1 and networks != {os.readlink("/proc/self/ns/net")}
 
 
+# A network namespace of the test's own, whose loopback also carries a non-loopback address of
+# each family (TEST-NET-2, and an IPv6 ULA): what another machine would connect to, on every
+# machine (CI machines may have no address but loopback).
+TEST_ADDRESSES = ("198.51.100.7", "fd00::7")
+IN_TEST_NAMESPACE = f"""ip link set lo up && ip addr add {TEST_ADDRESSES[0]}/32 dev lo &&
+{{ ip -6 addr add {TEST_ADDRESSES[1]}/128 nodad dev lo 2>/dev/null; exec "$0" -c "$@"; }}"""
+SCENARIOS = textwrap.dedent("""
+    import json, os, socket, subprocess, sys
+    from helpers.processes import port_accepts
+    from helpers.tf_cluster import LocalTFCluster
+    module, addresses, env = sys.argv[1], json.loads(sys.argv[2]), {"FAKE_BIND": "::"}
+    found = {}
+
+    def answer(port, enter=()):  # the name a task sends on 127.0.0.1:port, read from where
+        code = (f"import socket; s = socket.create_connection(('127.0.0.1', {port}), 5); "
+                "print(s.recv(64).decode())")
+        return subprocess.run([*enter, sys.executable, "-c", code], capture_output=True,
+                              text=True, timeout=30).stdout.strip()
+
+    def reached(case, cluster, tasks):  # the outside addresses a client got in through
+        found[case] = {t: [a for a in addresses if port_accepts(cluster.port(t), a)]
+                       for t in tasks}
+        found[case + " isolated"] = cluster.isolated
+
+    with LocalTFCluster(module, workers=2, ps=1, env=env) as cluster:
+        cluster.start(["ps-0"])  # parameter servers first, as the book's program is run
+        reached("partial start", cluster, ["ps-0"])
+        cluster.start(["worker-0", "worker-1"])
+        reached("later start", cluster, cluster.task_names())
+        cluster.restart("ps-0")
+        reached("restart", cluster, ["ps-0"])
+    with LocalTFCluster(module, workers=1, chief=1, env=env, this_process="chief-0") as cluster:
+        cluster.start()  # the chief is this process: it reaches the worker, and the worker it
+        reached("this process plays the chief", cluster, ["worker-0"])
+        found["worker-0 answers here on 127.0.0.1"] = answer(cluster.port("worker-0"))
+        with socket.create_server(("127.0.0.1", cluster.port("chief-0"))) as chief:
+            inside = subprocess.Popen([*cluster._enter, sys.executable, "-c", (
+                "import socket; socket.create_connection(('127.0.0.1', "
+                f"{cluster.port('chief-0')}), 5).sendall(b'from inside')")])
+            chief.settimeout(20)
+            found["the chief hears from inside"] = chief.accept()[0].recv(64).decode()
+            inside.wait(30)
+        found["states"] = cluster.table().column("state")
+    with LocalTFCluster(module, workers=1, env=env, isolate=False) as cluster:
+        cluster.start()  # the control: outside a namespace, every address reaches it
+        reached("control", cluster, ["worker-0"])
+    print(json.dumps(found))
+""")
+
+
 @NEEDS_NETNS
-def test_a_task_left_for_this_process_to_play_leaves_the_cluster_reachable(fake_module):
+@pytest.mark.skipif(shutil.which("ip") is None, reason="no `ip` command to give a test "
+                    "namespace an address")
+def test_a_cluster_started_in_parts_is_as_unreachable_as_a_whole_one(fake_module):
     module, env = fake_module
-    with LocalTFCluster(module, workers=2, env=env) as cluster:
-        cluster.start(["worker-0"])  # as ParameterServerStrategy's chief, played by a notebook
-        assert cluster.why_not_isolated == ("worker-1 left out of start(), for this process "
-                                            "to play, which must connect to the others")
-        assert port_accepts(cluster.port("worker-0"))  # as the chief must
+    result = subprocess.run(
+        [*_unshare(), "sh", "-c", IN_TEST_NAMESPACE, sys.executable, SCENARIOS, module,
+         json.dumps(TEST_ADDRESSES)], capture_output=True, text=True, timeout=120,
+        env={**os.environ, **env})
+    assert result.returncode == 0, result.stderr[-3000:]
+    found = json.loads(result.stdout.splitlines()[-1])
+    addresses = found["control"]["worker-0"]  # those this namespace has: IPv4, maybe IPv6
+    assert TEST_ADDRESSES[0] in addresses and found["control isolated"] is False, found
+    for case in ("partial start", "later start", "restart", "this process plays the chief"):
+        assert found[f"{case} isolated"] is True, (case, found)
+        assert all(outside == [] for outside in found[case].values()), (case, found)
+    assert found["worker-0 answers here on 127.0.0.1"] == "worker-0", found
+    assert found["the chief hears from inside"] == "from inside", found
+    assert found["states"] == ["this process", "running"], found
+
+
+def test_this_process_is_a_task_of_the_cluster_never_started(fake_module):
+    module, env = fake_module
+    with pytest.raises(ValueError, match=r"this_process must be one of 'chief-0', 'worker-0'"):
+        LocalTFCluster(module, workers=1, chief=1, this_process="chief")
+    cluster = LocalTFCluster(module, workers=1, chief=1, env=env, this_process="chief-0")
+    with cluster, pytest.raises(ValueError, match="chief-0 is played by this process"):
+        cluster.start(["chief-0"])
+    assert cluster.group.processes == {}
 
 
 @pytest.fixture(params=["unshare", "nsenter"])
@@ -519,7 +593,7 @@ def test_where_namespaces_are_refused_the_cluster_runs_without_and_says_why(fake
     with pytest.raises(RuntimeError, match="isolate=True, but the tasks cannot get a network "
                                            f"namespace of their own here: {refused}"):
         LocalTFCluster(module, workers=1, env=env, isolate=True).start()
-    assert not [p for p in leftover_processes() if "loopback up" in p]  # the probe's holder
+    assert not [p for p in leftover_processes() if "fcntl.ioctl" in p]  # the probe's holder
 
 
 @pytest.mark.parametrize("value", ["yes", 1, 0])

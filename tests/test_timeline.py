@@ -7,6 +7,7 @@ import pytest
 from helpers.timeline import (
     Span,
     covered,
+    draw_trace,
     graph_devices,
     host_spans,
     latest_xspace,
@@ -58,6 +59,20 @@ class _Graph:
     def get_operations(self):
         return [_Op("a", "/job:localhost/replica:0/task:0/device:CPU:1"), _Op("b", ""),
                 _Op("c", "/job:localhost/replica:0/task:0/device:GPU:0")]
+
+
+def test_draw_trace_has_a_panel_per_step_and_a_row_per_device_and_thread():
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg")
+    spans = [span("gradient_tape/a", "MatMul", "/CPU:0", 0.0, 1.0),
+             span("CollectiveReduceV2", "CollectiveReduceV2", "/CPU:0", 0.5, 2.0, lane="t/2"),
+             span("b", "MatMul", "/CPU:1", 0.0, 1.0)]
+    fig = draw_trace({"first": spans, "empty": []})
+    first, empty = fig.axes
+    assert first.get_title() == "first" and [t.get_text() for t in first.get_yticklabels()] == [
+        "/CPU:0 t #1", "/CPU:0 tf_Compute #2", "/CPU:1 tf_Compute #2"]
+    assert empty.get_yticklabels() == [] and len(fig.legends[0].legend_handles) == 4
 
 
 def test_graph_devices_names_short_devices_and_skips_unplaced_nodes():

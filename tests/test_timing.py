@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from helpers.measure import TimingResult, benchmark, resolve_sync
+from helpers.measure import TimingResult, benchmark, benchmark_in_turns, resolve_sync
 
 
 def test_warmup_runs_are_not_timed_and_sync_follows_every_call():
@@ -58,3 +58,19 @@ def test_bad_benchmark_arguments(kwargs, message):
 def test_benchmark_needs_a_callable():
     with pytest.raises(ValueError, match="function"):
         benchmark(42, sync="none")
+
+
+def test_in_turns_alternates_the_order_and_drops_the_warmup_turns():
+    calls, synced = [], []
+    works = {"a": lambda: calls.append("a") or "a", "b": lambda: calls.append("b") or "b"}
+    results = benchmark_in_turns(works, sync=synced.append, warmup=1, repeat=3, flops=1e9)
+    assert calls == ["a", "b", "b", "a", "a", "b", "b", "a"] and synced == calls
+    assert list(results) == ["a", "b"] and [r.label for r in results.values()] == ["a", "b"]
+    assert all(len(r.samples) == 3 and r.flops == 1e9 for r in results.values())
+
+
+@pytest.mark.parametrize(("kwargs", "message"),
+                         [({"repeat": 0}, "repeat"), ({"warmup": -1}, "warmup")])
+def test_in_turns_rejects_bad_counts(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        benchmark_in_turns({"a": lambda: None}, sync="none", **kwargs)

@@ -1,14 +1,12 @@
 """Push and pull on MXNet's distributed kvstore: what the servers return, and how long it takes.
 
 Notebook 09: each worker pushes ``rank + 1`` (times the round number) into one key and
-pulls back the servers' sum of all workers' pushes. Notebook 11 (``--groups``,
+pulls back the servers' sum of all workers' pushes (``dist_sync`` only: a ``dist_async``
+server has no updater without an optimizer, and aborts). Notebook 11 (``--groups``,
 ``--sizes-kb``): for each group size g, the workers of rank < g time push + pull round
-trips while the others wait at a barrier. ``--kvstore`` says how the servers treat the
-pushes: ``dist_async`` applies each push as it arrives (so groups smaller than the cluster
-can be timed), ``dist_sync`` answers a push only once every worker of the cluster has
-pushed and the pull returns their sum (an all-reduce, so only the whole cluster can be a
-group). ``--start-file`` lets a launcher start the cluster early and have it measure when
-the machine is quiet.
+trips while the others wait at a barrier (``dist_sync`` answers a push only once every
+worker has pushed, so only the whole cluster can be its group). ``--start-file`` lets a
+launcher start the cluster early and have it measure when the machine is quiet.
 """
 
 import argparse
@@ -35,24 +33,18 @@ KEY_PREFIX = "message"
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     mx = import_mxnet()
-    if args.groups:
-        time_groups(mx, connect(args.kvstore), args)
-    else:
-        sum_pushes(mx, connect(args.kvstore), args)
+    (time_groups if args.groups else sum_pushes)(mx, connect(args.kvstore), args)
 
 
 def sum_pushes(mx: Any, kv: Any, args: argparse.Namespace) -> None:
-    shape = (2, 3)
-    kv.init("weights", mx.nd.zeros(shape))
+    kv.init("weights", mx.nd.zeros((2, 3)))
     pulled = []
     for round_ in range(1, args.rounds + 1):
-        kv.push("weights", mx.nd.ones(shape) * (kv.rank + 1) * round_)
-        out = mx.nd.zeros(shape)
+        kv.push("weights", mx.nd.ones((2, 3)) * (kv.rank + 1) * round_)
+        out = mx.nd.zeros((2, 3))
         kv.pull("weights", out=out)
-        value = out.asnumpy()
-        say(kv, f"round {round_}: pushed {(kv.rank + 1) * round_}, pulled {value[0, 0]:g}")
-        pulled.append(value.tolist())
-
+        pulled.append(out.asnumpy().tolist())
+        say(kv, f"round {round_}: pushed {(kv.rank + 1) * round_}, pulled {pulled[-1][0][0]:g}")
     # Keys live on servers: a list of keys is spread over them, each summed separately.
     keys = [f"layer{i}" for i in range(4)]
     kv.init(keys, [mx.nd.zeros((8,)) for _ in keys])
@@ -94,9 +86,9 @@ def is_synchronous(kind: str) -> bool:
 
 
 def sum_of_ones(mx: Any, kv: Any, key: str, size: int) -> float | None:
-    """Push ones into ``key`` and pull: the value every element comes back with (the sum
-    over the workers under dist_sync), or None if they differ. Fresh arrays, since on a CPU
-    MXNet may pull into the very buffer it pushed from (the timed rounds reuse theirs)."""
+    """Push ones into ``key`` and pull: the value of every element (the workers' sum under
+    dist_sync), or None if they differ. Fresh arrays: on a CPU MXNet may pull into the very
+    buffer it pushed from (the timed rounds reuse theirs)."""
     kv.push(key, mx.nd.ones((size // 4,)))
     out = mx.nd.zeros((size // 4,))
     kv.pull(key, out=out)
@@ -121,14 +113,11 @@ def parse_args(argv: list[str] | None = None,
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kvstore", default="dist_sync", choices=DIST_KINDS)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--groups", type=int, nargs="*", default=[],
-                        help="time round trips for groups of this many workers")
-    parser.add_argument("--sizes-kb", type=int, nargs="*", default=[],
-                        help="with --groups: the message sizes timed (KiB)")
+    parser.add_argument("--groups", type=int, nargs="*", default=[], help="group sizes to time")
+    parser.add_argument("--sizes-kb", type=int, nargs="*", default=[], help="message sizes (KiB)")
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--start-file", default="",
-                        help="with --groups: wait until this file exists before measuring")
+    parser.add_argument("--start-file", default="", help="measure once this file exists")
     parser.add_argument("--start-timeout", type=float, default=600.0)
     args = parser.parse_args(argv)
     check_flags(parser, args, ints={"rounds": (1, 10_000), "sizes_kb": (1, 1 << 20),

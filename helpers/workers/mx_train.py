@@ -2,14 +2,10 @@
 
 Every worker trains the same network with ``gluon.Trainer(..., kvstore=kv)`` on its slice
 ``batch[rank::num_workers]`` of each global batch, under ``dist_sync`` (one SGD step per
-global batch on the servers) or ``dist_async`` (each gradient applied as it arrives).
-Each step is timed in two parts: compute (plus ``--slow-ms`` of sleep on worker
-``--slow-rank``, a slower device) and communication (``trainer.step``: push, update,
-pull). ``--compute-batches`` and ``--sizes-kb`` time compute and round trips alone.
-``--step-digests`` hashes the weights after every step (were they identical at each one?);
-``--save-weights`` keeps rank 0's weights before and after the first step and before and
-after the last, so runs with different worker counts can be compared number by number,
-against what one step changes.
+global batch on the servers) or ``dist_async`` (each gradient applied as it arrives). A
+step is timed as compute (plus ``--slow-ms`` of sleep on ``--slow-rank``, a slower device)
+and communication (``trainer.step``: push, update, pull); the other flags are the
+measurements notebooks 09 and 10 read (``--help``).
 """
 
 import argparse
@@ -23,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from helpers.frameworks import import_mxnet
+from helpers.measure import benchmark
 from helpers.training import load_digits
 from helpers.workers.common import check_flags
 from helpers.workers.mx_worker import connect, dmlc_env_problem, report, say, time_push_pull
@@ -36,14 +33,12 @@ def main(argv: list[str] | None = None) -> None:
     gpus = mx.context.num_gpus()  # one GPU per worker when there are GPUs, else the CPU
     ctx = mx.gpu(rank % gpus) if gpus else mx.cpu()
     digits = load_digits()
-    x = digits.x_train.reshape(len(digits.x_train), -1)
+    x, x_test = (a.reshape(len(a), -1) for a in (digits.x_train, digits.x_test))
     y = digits.y_train.astype(np.float32)
-    x_test = digits.x_test.reshape(len(digits.x_test), -1)
 
     mx.random.seed(args.seed)
     net = mx.gluon.nn.Sequential()
-    net.add(mx.gluon.nn.Dense(args.hidden, activation="relu"),
-            mx.gluon.nn.Dense(args.hidden, activation="relu"),
+    net.add(*[mx.gluon.nn.Dense(args.hidden, activation="relu") for _ in range(2)],
             mx.gluon.nn.Dense(10))
     net.initialize(mx.init.Xavier(), ctx=ctx)
     loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
@@ -52,11 +47,9 @@ def main(argv: list[str] | None = None) -> None:
     # each way per array and step, so the arrays' count matters as much as their bytes.
     params = list(net.collect_params().values())
     param_bytes = sum(int(np.prod(p.shape)) * 4 for p in params)
-    say(kv, f"{type(ctx).__name__} {ctx}, {n} worker(s), {param_bytes} bytes of parameters "
-            f"in {len(params)} arrays")
+    say(kv, f"{ctx}, {n} worker(s), {param_bytes} bytes of parameters in {len(params)} arrays")
 
     compute_samples = time_compute_samples(mx, net, loss_fn, x, y, args.compute_batches, ctx)
-    compute_by_batch = {b: statistics.median(s) for b, s in compute_samples.items()}
     trainer = mx.gluon.Trainer(params, "sgd", {"learning_rate": args.lr}, kvstore=kv)
 
     order = np.random.default_rng(args.seed).permutation(len(x))
@@ -68,8 +61,7 @@ def main(argv: list[str] | None = None) -> None:
     for step in range(args.steps):
         if step == args.warmup_steps:
             loop_start = time.perf_counter()
-        window = order[(step * args.global_batch + np.arange(args.global_batch)) % len(x)]
-        mine = window[rank::n]
+        mine = order[(step * args.global_batch + np.arange(args.global_batch)) % len(x)][rank::n]
         if args.save_weights and step in (0, args.steps - 1):
             saved["initial" if step == 0 else "before_last"] = flat_weights(params, ctx)
         data, label = mx.nd.array(x[mine], ctx=ctx), mx.nd.array(y[mine], ctx=ctx)
@@ -97,9 +89,8 @@ def main(argv: list[str] | None = None) -> None:
     loop_seconds = time.perf_counter() - loop_start
     digest_last = digest(p.data(ctx) for p in params)
 
-    # Wait for every worker, then pull the servers' final weights (keys are the
-    # Trainer's: parameter i has key i). In dist_async this is where workers agree.
-    # MXNet 1.9 has no public barrier among workers (push()'s docstring points to this one).
+    # Wait for every worker (MXNet 1.9 has no public barrier: push's docstring points to this
+    # one), then pull the final weights (parameter i has key i): dist_async workers agree.
     kv._barrier()
     for i, p in enumerate(params):
         kv.pull(i, out=p.data(ctx))
@@ -116,34 +107,30 @@ def main(argv: list[str] | None = None) -> None:
 
     push_pull = time_push_pull(kv, [kb * 1024 for kb in args.sizes_kb])
     report(kv, kvstore=kv.type, device=str(ctx), data=digits.source, steps=args.steps,
-           timed_steps=args.steps - args.warmup_steps, global_batch=args.global_batch,
-           local_batch=local_batch, param_bytes=param_bytes, param_arrays=len(params),
-           loop_seconds=loop_seconds,
+           global_batch=args.global_batch, local_batch=local_batch, param_bytes=param_bytes,
+           param_arrays=len(params), loop_seconds=loop_seconds, losses=losses,
            compute_s=compute_s[args.warmup_steps:], comm_s=comm_s[args.warmup_steps:],
-           losses=losses, train_loss=train_loss, test_accuracy=accuracy,
-           digest_last=digest_last, digest_synced=digest_synced,
-           compute_by_batch=compute_by_batch, push_pull=push_pull,
-           compute_samples_by_batch=compute_samples, step_digests=step_digests)
+           train_loss=train_loss, test_accuracy=accuracy, digest_last=digest_last,
+           digest_synced=digest_synced, step_digests=step_digests, push_pull=push_pull,
+           compute_samples_by_batch=compute_samples, compute_by_batch={
+               b: statistics.median(s) for b, s in compute_samples.items()})
 
 
 def time_compute_samples(mx: Any, net: Any, loss_fn: Any, x: Any, y: Any, batches: list[int],
-                         ctx: Any, repeat: int = 10, warmup: int = 2) -> dict[str, list[float]]:
+                         ctx: Any) -> dict[str, list[float]]:
     """Every repeat's seconds of forward + backward at each per-worker batch size: their
     spread says whether two batch sizes' times differ by more than the timing noise."""
-    out = {}
+    def step(data: Any, label: Any) -> None:
+        with mx.autograd.record():
+            loss = loss_fn(net(data), label)
+        loss.backward()
+
+    samples, wait = {}, (lambda _: mx.nd.waitall())  # the engine is asynchronous
     for b in batches:
         data, label = mx.nd.array(x[:b], ctx=ctx), mx.nd.array(y[:b], ctx=ctx)
-        samples = []
-        for r in range(warmup + repeat):
-            start = time.perf_counter()
-            with mx.autograd.record():
-                loss = loss_fn(net(data), label)
-            loss.backward()
-            mx.nd.waitall()
-            if r >= warmup:
-                samples.append(time.perf_counter() - start)
-        out[str(b)] = samples
-    return out
+        samples[str(b)] = benchmark(lambda: step(data, label), sync=wait, warmup=2,  # noqa: B023
+                                    repeat=10).samples
+    return samples
 
 
 def flat_weights(params: list[Any], ctx: Any) -> Any:
@@ -179,16 +166,13 @@ def parse_args(argv: list[str] | None = None,
     parser.add_argument("--step-digests", action="store_true",
                         help="hash the weights after every step")
     parser.add_argument("--save-weights", default="", metavar="FILE.npz",
-                        help="rank 0 saves its weights before and after the first and the "
-                             "last step")
+                        help="rank 0's weights before and after the first and the last step")
     args = parser.parse_args(argv)
-    check_flags(parser, args,
-                ints={"steps": (1, None), "global_batch": (1, 1 << 20), "hidden": (1, 1 << 16),
-                      "seed": (0, None), "warmup_steps": (0, None), "slow_rank": (-1, None),
-                      "compute_batches": (1, 1 << 20), "sizes_kb": (1, 1 << 20),
-                      "log_every": (1, None)},
-                numbers={"lr": {"above": 0}, "slow_ms": {"minimum": 0}},
-                problem=dmlc_env_problem(env))
+    check_flags(parser, args, ints={
+        "steps": (1, None), "global_batch": (1, 1 << 20), "hidden": (1, 1 << 16), "seed": (0, None),
+        "warmup_steps": (0, None), "slow_rank": (-1, None), "compute_batches": (1, 1 << 20),
+        "sizes_kb": (1, 1 << 20), "log_every": (1, None)},
+        numbers={"lr": {"above": 0}, "slow_ms": {"minimum": 0}}, problem=dmlc_env_problem(env))
     if args.steps <= args.warmup_steps:
         parser.error("--steps must be larger than --warmup-steps")
     workers = int(env["DMLC_NUM_WORKER"])

@@ -1,11 +1,9 @@
 """Both sides of a local MXNet cluster: what a worker program calls, and (run as a program,
 ``python -m helpers.workers.mx_worker``) the ps-lite scheduler or server.
 
-A worker and the launcher (:mod:`helpers.mx_cluster`) talk through the worker's log, as
-on a real cluster: :func:`connect` prints :data:`READY` once MXNet returns the kvstore,
-which happens only after the scheduler has registered every server and worker; then
-``RESULT {json}`` lines (:func:`report`) carry the numbers back. Importing this module
-does not import MXNet: a program checks its flags and environment first.
+A worker talks to its launcher (:mod:`helpers.mx_cluster`) through its log: :func:`connect`
+prints :data:`READY` once every server and worker has registered, ``RESULT {json}`` lines
+(:func:`report`) carry the numbers. MXNet is imported only after the checks.
 """
 
 import argparse
@@ -13,13 +11,14 @@ import os
 import socket
 import statistics
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from helpers.frameworks import import_mxnet
 from helpers.machine import require_int
+from helpers.measure import benchmark
 from helpers.output import Table
+from helpers.processes import port_bindable
 from helpers.workers import common
 from helpers.workers.common import READY
 
@@ -62,12 +61,11 @@ def message_key(first_key: int | str, index: int) -> int | str:
 
 def time_push_pull(kv: Any, sizes_bytes: Sequence[int], repeat: int = 10, warmup: int = 2,
                    first_key: int | str = 1000, init: bool = True) -> list[dict[str, Any]]:
-    """Median and best seconds of one push followed by a pull of ``size`` bytes, per size.
-
+    """Median and best seconds of one push followed by a pull of ``size`` bytes, per size
+    (each round ends in waitall: MXNet returns from both before the bytes have moved).
     A kvstore takes int keys or str keys, never both: ``first_key`` says which (N: N, N+1,
     ...; S: S0, S1, ...), so it can share a store with Gluon's Trainer (int keys 0, 1, ...).
-    ``init=False`` uses keys every worker initialised before (``kv.init`` is collective).
-    """
+    ``init=False`` uses keys every worker initialised before (``kv.init`` is collective)."""
     mx = import_mxnet()
     rows = []
     for i, size in enumerate(sizes_bytes):
@@ -75,14 +73,9 @@ def time_push_pull(kv: Any, sizes_bytes: Sequence[int], repeat: int = 10, warmup
         if init:
             kv.init(key, mx.nd.zeros((n,)))
         value, out = mx.nd.ones((n,)), mx.nd.zeros((n,))
-        samples = []
-        for r in range(warmup + repeat):
-            start = time.perf_counter()
-            kv.push(key, value)
-            kv.pull(key, out=out)
-            out.wait_to_read()  # MXNet returns from push and pull before the bytes have moved
-            if r >= warmup:
-                samples.append(time.perf_counter() - start)
+        samples = benchmark(lambda k=key, v=value, o=out: (kv.push(k, v), kv.pull(k, out=o)),
+                            sync=lambda _: mx.nd.waitall(), warmup=warmup,
+                            repeat=repeat).samples
         rows.append({"bytes": 4 * n, "median_s": statistics.median(samples),
                      "best_s": min(samples)})
     return rows
@@ -90,22 +83,18 @@ def time_push_pull(kv: Any, sizes_bytes: Sequence[int], repeat: int = 10, warmup
 
 def training_table(records: Sequence[dict[str, Any]]) -> Table:
     """One row per worker of ``helpers.workers.mx_train`` results (medians over timed steps)."""
-    table = Table(["rank", "task", "kvstore", "local batch", "compute ms", "comm ms",
-                   "timed loop s", "train loss", "test acc", "weights (last pull)",
-                   "weights (after barrier)"])
-    for r in records:
-        table.append([r["rank"], r.get("task"), r["kvstore"], r["local_batch"],
-                      1e3 * statistics.median(r["compute_s"]),
-                      1e3 * statistics.median(r["comm_s"]), r["loop_seconds"],
-                      r["train_loss"], r["test_accuracy"], r["digest_last"],
-                      r["digest_synced"]])
-    return table
+    return Table(["rank", "task", "kvstore", "local batch", "compute ms", "comm ms",
+                  "timed loop s", "train loss", "test acc", "weights (last pull)",
+                  "weights (after barrier)"],
+                 [[r["rank"], r.get("task"), r["kvstore"], r["local_batch"],
+                   1e3 * statistics.median(r["compute_s"]), 1e3 * statistics.median(r["comm_s"]),
+                   r["loop_seconds"], r["train_loss"], r["test_accuracy"], r["digest_last"],
+                   r["digest_synced"]] for r in records])
 
 
 def median_step_seconds(records: Sequence[dict[str, Any]]) -> float:
-    """Median seconds per step (compute + communication) of the slowest worker: in
-    synchronous training every step waits for it; the median leaves out steps slowed by
-    other programs."""
+    """Median seconds per step (compute + communication) of the slowest worker, whom every
+    synchronous step waits for; the median leaves out steps slowed by other programs."""
     return max(statistics.median(map(sum, zip(r["compute_s"], r["comm_s"], strict=True)))
                for r in records)
 
@@ -123,34 +112,26 @@ def dmlc_env_problem(environ: Mapping[str, str] | None = None,
                 "variables printed by helpers.mx_cluster.shell_commands()")
     role = env["DMLC_ROLE"]
     if role not in roles:
-        other = ("servers and the scheduler run python -m helpers.workers.mx_worker" if role in (
-            "server", "scheduler") else "workers run a worker program such as "
-            "helpers.workers.mx_pushpull" if role == "worker" else
-            "DMLC_ROLE is one of scheduler, server, worker")
+        servers = "servers and the scheduler run python -m helpers.workers.mx_worker"
+        other = {"scheduler": servers, "server": servers, "worker": "workers run a worker "
+                 "program such as helpers.workers.mx_pushpull"}.get(
+                     role, "DMLC_ROLE is one of scheduler, server, worker")
         return f"DMLC_ROLE is {role!r} but this program runs the {'/'.join(roles)} role; {other}"
     try:
-        for name, minimum, maximum in (("DMLC_PS_ROOT_PORT", 1, 65535),
-                                       ("DMLC_NUM_SERVER", 1, 10_000),
-                                       ("DMLC_NUM_WORKER", 1, 10_000)):
+        for name, maximum in (("DMLC_PS_ROOT_PORT", 65535), ("DMLC_NUM_SERVER", 10_000),
+                              ("DMLC_NUM_WORKER", 10_000)):
             text = env[name].strip()
-            require_int(name, int(text) if text.isdigit() else text, minimum, maximum)
+            require_int(name, int(text) if text.isdigit() else text, 1, maximum)
     except ValueError as error:
         return str(error)
-    for name in ("DMLC_PS_ROOT_URI", "DMLC_NODE_HOST"):
-        host = env.get(name)
-        if not host:
-            continue
+    for name in (n for n in ("DMLC_PS_ROOT_URI", "DMLC_NODE_HOST") if env.get(n)):
         try:
-            socket.getaddrinfo(host, None)
+            socket.getaddrinfo(env[name], None)
         except (socket.gaierror, UnicodeError):
-            return f"{name}={host!r} does not resolve to an address; give a host name or IP"
-        if name == "DMLC_NODE_HOST":  # this process listens there: an address of this machine
-            try:
-                with socket.socket() as sock:
-                    sock.bind((socket.gethostbyname(host), 0))
-            except OSError:
-                return (f"DMLC_NODE_HOST={host!r} is not an address of this machine, so this "
-                        "process could not listen there; set it to this machine's own address")
+            return f"{name}={env[name]!r} does not resolve to an address; give a host name or IP"
+        if name == "DMLC_NODE_HOST" and not port_bindable(0, env[name]):  # it listens there
+            return (f"DMLC_NODE_HOST={env[name]!r} is not an address of this machine, so this "
+                    "process could not listen there; set it to this machine's own address")
     return None
 
 

@@ -1,14 +1,11 @@
 """The TF1 distributed digits CNN: one program for the parameter server and every worker.
 
-The classic *between-graph replication* program of TensorFlow 1, run through
-``tf.compat.v1``: every task runs this file, and flags say which job and task it is and
-where the others are (``--job_name=ps --task_index=0 --ps_hosts=h0:2222
---worker_hosts=h1:2222,h2:2222``). The parameter server only serves, in
-``server.join()``. Each worker builds its own copy of the graph with
-``replica_device_setter`` (variables on the ps, computation on itself); worker 0 is the
-chief, whose ``Supervisor`` initialises the variables while the others wait.
-``--nodevice_filters`` makes a non-chief worker hang at the session start (the fault the
-notebook shows).
+TensorFlow 1's *between-graph replication*, through ``tf.compat.v1``: every task runs this
+file, its flags saying which job and task it is and where the others are. The ps only
+serves (``server.join()``); each worker builds its own graph with ``replica_device_setter``
+(variables on the ps, computation on itself); worker 0, the chief, initialises the
+variables while the others wait. ``--nodevice_filters`` lets a worker hang at its session
+start (notebook 08's fault).
 """
 
 import sys
@@ -22,39 +19,28 @@ from helpers.frameworks import import_tensorflow
 from helpers.machine import require_int, require_number
 from helpers.training import load_digits
 
-JOBS = ("ps", "worker")
-SESSIONS = ("supervisor", "monitored")
-
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv if argv is None else argv)
     try:
-        fv = parse_flags(argv)
+        fv = parse_flags(list(sys.argv if argv is None else argv))
     except ValueError as exc:
         print(f"tf1_mnist: {exc}", file=sys.stderr, flush=True)
         return 2
+    sys.stdout.reconfigure(line_buffering=True)  # each line reaches the log at once
     tf = import_tensorflow(keras=False)  # this program uses no Keras: start faster
     v1 = tf.compat.v1
     v1.disable_eager_execution()  # TF1 graphs and sessions, as the program was written
     cluster = v1.train.ClusterSpec({"ps": _hosts(fv.ps_hosts),
                                     "worker": _hosts(fv.worker_hosts)})
     server = v1.train.Server(cluster, job_name=fv.job_name, task_index=fv.task_index)
-    print(f"{fv.job_name} {fv.task_index}: server at {server.target}", flush=True)
+    print(f"{fv.job_name} {fv.task_index}: server at {server.target}")
     if fv.job_name == "ps":
         server.join()  # serves the variables until the process is ended from outside
         return 0
-    run_worker(tf, fv, cluster, server)
-    return 0
-
-
-def run_worker(tf: Any, fv: Any, cluster: Any, server: Any) -> None:
-    """Between-graph replication: this worker's graph, its session, its training loop."""
-    v1 = tf.compat.v1
-    i = fv.task_index
-    is_chief = i == 0
-    data = load_digits()
+    # A worker: between-graph replication, its own graph, session and training loop.
+    i, is_chief, data = fv.task_index, fv.task_index == 0, load_digits()
     if is_chief:
-        print(f"data: {data.describe()}", flush=True)
+        print(f"data: {data.describe()}")
     # Variables go to /job:ps (round-robin over the ps tasks), ops to this worker.
     setter = v1.train.replica_device_setter(worker_device=f"/job:worker/task:{i}",
                                             cluster=cluster)
@@ -65,19 +51,18 @@ def run_worker(tf: Any, fv: Any, cluster: Any, server: Any) -> None:
             model["loss"], global_step=global_step)
         init_op = v1.global_variables_initializer()
     print(f"worker {i}: variable {global_step.op.name} on {global_step.device}, "
-          f"loss on {model['loss'].device}", flush=True)
+          f"loss on {model['loss'].device}")
 
     config = v1.ConfigProto()
     config.gpu_options.allow_growth = True  # tasks on one machine share its GPUs
     if fv.device_filters:
         config.device_filters.extend(["/job:ps", f"/job:worker/task:{i}"])
     print(f"worker {i}: device_filters={list(config.device_filters)}; "
-          f"opening a {fv.session} session", flush=True)
+          f"opening a {fv.session} session")
     rng = np.random.default_rng(100 + i)  # each worker draws its own batches
-    logdir = fv.logdir or None
 
     def train(sess: Any, should_stop: Any) -> int:
-        print(f"worker {i}: session ready", flush=True)
+        print(f"worker {i}: session ready")
         local, step = 0, sess.run(global_step)
         while not should_stop() and step < fv.steps:
             idx = rng.integers(0, len(data.x_train), fv.batch_size)
@@ -85,16 +70,15 @@ def run_worker(tf: Any, fv: Any, cluster: Any, server: Any) -> None:
             _, acc, step = sess.run([train_op, model["accuracy"], global_step], feed)
             local += 1
             if local % fv.log_every == 0 or step >= fv.steps:
-                print(f"Worker : {i}, Step: {step}, Accuracy (batch): {acc:.4f}", flush=True)
+                print(f"Worker : {i}, Step: {step}, Accuracy (batch): {acc:.4f}")
         if is_chief:
-            test = sess.run(model["accuracy"], {model["x"]: data.x_test,
-                                                model["y"]: data.y_test})
-            print(f"Test accuracy: {test:.4f}", flush=True)
+            test = sess.run(model["accuracy"], {model["x"]: data.x_test, model["y"]: data.y_test})
+            print(f"Test accuracy: {test:.4f}")
         return local
 
     began = time.monotonic()
     if fv.session == "supervisor":
-        sv = v1.train.Supervisor(is_chief=is_chief, logdir=logdir, global_step=global_step,
+        sv = v1.train.Supervisor(is_chief=is_chief, logdir=None, global_step=global_step,
                                  init_op=init_op, summary_op=None, saver=None,
                                  recovery_wait_secs=1)
         with sv.managed_session(server.target, config=config) as sess:
@@ -103,13 +87,12 @@ def run_worker(tf: Any, fv: Any, cluster: Any, server: Any) -> None:
     else:
         # The successor: hooks instead of services, and it stops the session itself.
         with v1.train.MonitoredTrainingSession(master=server.target, is_chief=is_chief,
-                                               checkpoint_dir=logdir, config=config,
-                                               save_checkpoint_secs=None,
+                                               config=config, save_checkpoint_secs=None,
                                                save_summaries_steps=None,
                                                log_step_count_steps=None) as sess:
             local = train(sess, sess.should_stop)
-    print(f"worker {i}: done, {local} local steps in {time.monotonic() - began:.1f} s",
-          flush=True)
+    print(f"worker {i}: done, {local} local steps in {time.monotonic() - began:.1f} s")
+    return 0
 
 
 def build_model(tf: Any, image_size: int) -> dict[str, Any]:
@@ -127,16 +110,14 @@ def build_model(tf: Any, image_size: int) -> dict[str, Any]:
     w_out = v1.get_variable("w_out", [flat.shape[1], 10], initializer=init)
     b_out = v1.get_variable("b_out", [10], initializer=v1.zeros_initializer())
     logits = tf.matmul(flat, w_out) + b_out
-    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y,
-                                                                          logits=logits))
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y, logits))
     accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), y), tf.float32))
     return {"x": x, "y": y, "loss": loss, "accuracy": accuracy}
 
 
 def define_flags(flags: Any) -> Any:
-    """This program's flags, defined on a fresh ``FlagValues`` of ``flags``
-    (``tf.compat.v1.app.flags``, i.e. absl's) rather than the global ``FLAGS``, so the
-    definitions can run more than once in one process (a test, a notebook kernel)."""
+    """This program's flags, on a fresh ``FlagValues`` of ``flags`` (``tf.compat.v1.app.flags``,
+    absl's) rather than the global ``FLAGS``: they can be defined again in one process."""
     fv = flags.FlagValues()
     on = {"flag_values": fv}
     flags.DEFINE_string("job_name", "", "'ps' or 'worker'", **on)
@@ -149,9 +130,8 @@ def define_flags(flags: Any) -> Any:
     flags.DEFINE_integer("log_every", 5, "print a progress line every N local steps", **on)
     flags.DEFINE_boolean("device_filters", True,
                          "restrict each worker's session to the ps and itself", **on)
-    flags.DEFINE_enum("session", "supervisor", list(SESSIONS),
+    flags.DEFINE_enum("session", "supervisor", ["supervisor", "monitored"],
                       "Supervisor.managed_session or MonitoredTrainingSession", **on)
-    flags.DEFINE_string("logdir", "", "Supervisor/checkpoint directory (empty: none)", **on)
     return fv
 
 
@@ -164,7 +144,7 @@ def parse_flags(argv: list[str], flags: Any = None) -> Any:
         fv(list(argv))
     except flags.Error as exc:
         raise ValueError(f"bad command line: {exc}") from None
-    if fv.job_name not in JOBS:
+    if fv.job_name not in ("ps", "worker"):
         raise ValueError(f"--job_name must be 'ps' or 'worker', not {fv.job_name!r}")
     ps, workers = _hosts(fv.ps_hosts), _hosts(fv.worker_hosts)
     if not ps or not workers:

@@ -1,12 +1,11 @@
 """Time all-reduce between worker processes under MultiWorkerMirroredStrategy: alone, and
-inside a training step.
+inside a training step. Every worker runs it with the same flags (a collective waits for all
+its members), one replica each, RING over gRPC; each measurement is one ``RESULT`` line.
 
-Every worker runs this program with the same flags (every collective waits for all
-members of its group), one replica each, RING all-reduce over gRPC; each measurement is
-one ``RESULT`` line. Notebook 11: the strategy's all-reduce, its op called directly on
-groups of workers, and fusion (``--tensors``). Notebook 12 (``--batches``): a step's
-compute, the data-parallel step, the exchange alone, and gradient accumulation; the update
-is plain SGD written out, since a Keras optimizer would all-reduce the gradients again.
+Notebook 11: the strategy's all-reduce, its op called directly on groups of workers, and
+fusion (``--tensors``). Notebook 12 (``--batches``): a step's compute, the data-parallel step,
+the exchange alone, and gradient accumulation, with plain SGD written out (a Keras optimizer
+would all-reduce the gradients again).
 """
 
 import argparse
@@ -19,7 +18,6 @@ from typing import Any, NoReturn
 
 from helpers.costs import layer_costs, training_flops_per_example
 from helpers.frameworks import import_tensorflow
-from helpers.measure import benchmark
 from helpers.training import build_model, training_arrays
 from helpers.workers import common
 from helpers.workers.common import TIMING_DONE, report
@@ -47,10 +45,9 @@ def time_all_reduce(tf: Any, strategy: Any, args: argparse.Namespace) -> None:
         raise SystemExit(f"--groups {args.groups} larger than the {workers} workers")
     keys = iter(range(INSTANCE_KEY_BASE, INSTANCE_KEY_BASE + 1_000_000))
     strategy_all_reduce = all_reduce_one(tf, strategy)
-    barrier_value = tf.ones([1])
 
     def barrier() -> None:  # an all-reduce over everyone: nobody leaves before all arrive
-        strategy_all_reduce(barrier_value).numpy()
+        fetched(strategy_all_reduce([tf.ones([1])]))
 
     # The op itself, on a group of the first `size` workers.
     def direct_all_reduce(size: int, elements: int, instance_key: int) -> Any:
@@ -65,58 +62,42 @@ def time_all_reduce(tf: Any, strategy: Any, args: argparse.Namespace) -> None:
 
         return reduce
 
-    for kb in args.sizes_kb:
-        elements = kb * 256
-        x = tf.fill([elements], float(rank + 1))  # the sum over g workers is g (g + 1) / 2
-        if kb == max(args.sizes_kb):  # the strategy's door to the same op, at one size
-            total = fetched(strategy_all_reduce(x))
-            report(rank=rank, kind="strategy", workers=workers, bytes=4 * elements,
-                   correct=total == workers * (workers + 1) / 2,
-                   ops=collective_ops(strategy_all_reduce, x),
-                   **timed(args, strategy_all_reduce, x))
-        for size in args.groups:
-            instance_key = next(keys)  # taken by every worker, so members agree on it
-            barrier()
-            if rank < size:
-                reduce = direct_all_reduce(size, elements, instance_key)
-                total = fetched(reduce(x))
-                report(rank=rank, kind="op", workers=size, bytes=4 * elements,
-                       correct=total == size * (size + 1) / 2, **timed(args, reduce, x))
-            barrier()
+    xs = {kb: tf.fill([kb * 256], float(rank + 1)) for kb in args.sizes_kb}  # sums: g (g + 1) / 2
+    x = xs[max(args.sizes_kb)]  # the strategy's door to the same op, at one size
+    total = fetched(strategy_all_reduce([x]))
+    report(rank=rank, kind="strategy", workers=workers, bytes=4 * int(x.shape[0]),
+           correct=total == workers * (workers + 1) / 2,
+           ops=collective_ops(strategy_all_reduce, [x]), **timed(args, strategy_all_reduce, [x]))
+    ops = {(kb, g): direct_all_reduce(g, kb * 256, next(keys))  # keys taken by every worker
+           for kb in args.sizes_kb for g in args.groups}
+    samples = in_turns(args, {(kb, g): (op if rank < g else lambda x: x[0], xs[kb])  # members only
+                              for (kb, g), op in ops.items()}, args.repeat, before=barrier)
+    for (kb, g), times in samples.items():
+        if rank < g:  # the timed turns, and the sum
+            report(rank=rank, kind="op", workers=g, bytes=kb * 1024, **spread(times),
+                   correct=fetched(ops[kb, g](xs[kb])) == g * (g + 1) / 2)
     if not args.tensors:
         return
 
-    # Fusion: K small tensors as K collectives, as one pack, and packed by hand.
-    n = args.tensor_kb * 256
+    n = args.tensor_kb * 256  # fusion: K small tensors as K collectives, in one pack, by hand
     small = [tf.fill([n], float(rank + 1)) for _ in range(args.tensors)]
 
-    def per_replica(options: Any) -> Any:
-        @tf.function
-        def reduce(values: Any) -> Any:
-            result = strategy.run(lambda *v: all_reduce(tf, [tf.identity(t) for t in v], options),
-                                  args=tuple(values))
-            return local_result(tf, strategy, result)[-1][0]
-        return reduce
-
-    @tf.function
-    def by_hand(values: Any) -> Any:
-        def step(*v: Any) -> Any:
-            packed = all_reduce(tf, tf.concat(v, axis=0))
-            return tf.split(packed, len(v))
-        return local_result(tf, strategy, strategy.run(step, args=tuple(values)))[-1][0]
+    def each(options: Any) -> Any:  # the tensors as they are, packed as `options` say
+        return lambda *v: all_reduce(tf, [tf.identity(t) for t in v], options)
 
     Options = tf.distribute.experimental.CommunicationOptions
-    ways = {"one collective per tensor": per_replica(Options(bytes_per_pack=1)),
-            "one pack (bytes_per_pack=0)": per_replica(Options(bytes_per_pack=0)),
-            "packed by hand": by_hand}
-    for label, fn in ways.items():
-        barrier()
-        total = fetched(fn(small))
+    ways = {label: summed(tf, strategy, replica) for label, replica in (
+        ("one collective per tensor", each(Options(bytes_per_pack=1))),
+        ("one pack (bytes_per_pack=0)", each(Options(bytes_per_pack=0))),
+        ("packed by hand", lambda *v: tf.split(all_reduce(tf, tf.concat(v, axis=0)), len(v))))}
+    barrier()
+    turns = in_turns(args, {label: (fn, small) for label, fn in ways.items()}, min(args.repeat, 3))
+    for label, fn in ways.items():  # in turns, as above; slow: a few runs do
         report(rank=rank, kind="fusion", way=label, tensors=args.tensors,
                bytes=4 * n * args.tensors, workers=workers,
                collectives=len(collective_ops(fn, small)),
-               correct=total == workers * (workers + 1) / 2,
-               **timed(args, fn, small, repeat=min(args.repeat, 3)))  # slow: a few runs do
+               correct=fetched(fn(small)) == workers * (workers + 1) / 2,
+               **spread(turns[label]))
 
 
 def time_steps(tf: Any, strategy: Any, args: argparse.Namespace) -> None:
@@ -165,52 +146,38 @@ def time_steps(tf: Any, strategy: Any, args: argparse.Namespace) -> None:
             return local(strategy.run(replica, args=(x, y)))
         return step
 
-    @tf.function
-    def exchange(values: Any) -> Any:
-        return local(strategy.run(lambda *v: all_reduce(tf, [tf.identity(t) for t in v]),
-                                  args=tuple(values)))[-1][0]
+    exchange = summed(tf, strategy, lambda *v: all_reduce(tf, [tf.identity(t) for t in v]))
 
-    def accumulate_step() -> Any:
-        micro = [tf.TensorSpec([k, None, *x_all.shape[1:]], tf.float32),
-                 tf.TensorSpec([k, None], tf.int32)]
+    micro = [tf.TensorSpec([k, None, *x_all.shape[1:]], tf.float32),
+             tf.TensorSpec([k, None], tf.int32)]
 
-        @tf.function(input_signature=micro)
-        def step(xs: Any, ys: Any) -> Any:
-            def replica(xs: Any, ys: Any) -> Any:
-                global_batch = tf.shape(xs)[1] * k * workers
-                total = gradients(model, xs[0], ys[0], global_batch)
-                for i in range(1, k):  # added locally: no exchange
-                    total = [a + g for a, g in
-                             zip(total, gradients(model, xs[i], ys[i], global_batch),
-                                 strict=True)]
-                grads = all_reduce(tf, total)  # one exchange for k micro-batches
-                update(variables, grads)
-                return grads[-1][0]
-            return local(strategy.run(replica, args=(xs, ys)))
-        return step
+    @tf.function(input_signature=micro)
+    def accumulate_step(xs: Any, ys: Any) -> Any:
+        def replica(xs: Any, ys: Any) -> Any:
+            global_batch = tf.shape(xs)[1] * k * workers
+            total = gradients(model, xs[0], ys[0], global_batch)
+            for i in range(1, k):  # added locally: no exchange
+                total = [a + g for a, g in
+                         zip(total, gradients(model, xs[i], ys[i], global_batch),
+                             strict=True)]
+            grads = all_reduce(tf, total)  # one exchange for k micro-batches
+            update(variables, grads)
+            return grads[-1][0]
+        return local(strategy.run(replica, args=(xs, ys)))
 
-    def side_by_side(**calls: tuple[Any, ...]) -> dict[str, float]:
-        """Median seconds of each ``(function, *inputs)``, timed in alternating rounds: a
-        burst of load from other programs then slows every call of the round, not one."""
-        samples: dict[str, list[float]] = {name: [] for name in calls}
-        for round_ in range(args.warmup + args.repeat):
-            for name, (fn, *inputs) in calls.items():
-                start = time.perf_counter()
-                fetched(fn(*inputs))
-                if round_ >= args.warmup:
-                    samples[name].append(time.perf_counter() - start)
-        return {name: statistics.median(values) for name, values in samples.items()}
+    def side_by_side(**calls: tuple[Any, ...]) -> dict[str, float]:  # medians, timed in turns
+        samples = in_turns(args, calls, args.repeat)
+        return {name: statistics.median(times) for name, times in samples.items()}
 
     costs = layer_costs(model)
-    report(rank=rank, kind="model", workers=workers, params=int(grad_bytes // 4),
-           grad_bytes=int(grad_bytes), tensors=len(variables), data=source,
-           input_shape=list(x_all.shape[1:]),
+    report(rank=rank, kind="model", workers=workers, params=int(grad_bytes // 4), data=source,
+           grad_bytes=int(grad_bytes), tensors=len(variables), input_shape=list(x_all.shape[1:]),
            flops_per_example=training_flops_per_example(costs),
            activations_per_example=sum(c.outputs for c in costs))
     one = all_reduce_one(tf, strategy)
     for kb in args.sizes_kb:
         report(rank=rank, kind="all-reduce", bytes=kb * 1024,
-               seconds=timed(args, one, tf.ones([kb * 256]))["seconds"])
+               seconds=timed(args, one, [tf.ones([kb * 256])])["seconds"])
     report(rank=rank, kind="exchange", bytes=int(grad_bytes),
            seconds=timed(args, exchange, [tf.ones(v.shape) for v in variables])["seconds"])
     one_pack = data_parallel_step(Options(bytes_per_pack=0))
@@ -224,19 +191,15 @@ def time_steps(tf: Any, strategy: Any, args: argparse.Namespace) -> None:
     xs = tf.constant(x_all[:k * b].reshape(k, b, *x_all.shape[1:]))
     ys = tf.constant(y_all[:k * b].reshape(k, b))
 
-    def k_steps() -> Any:
-        result = None
-        for i in range(k):
-            result = one_pack(xs[i], ys[i])
-        return result
+    def k_steps() -> Any:  # k data-parallel steps, one after another: the last one's result
+        return [one_pack(xs[i], ys[i]) for i in range(k)][-1]
 
     report(rank=rank, kind="accumulation", micro_batch=b, micro_batches=k, **side_by_side(
-        accumulated=(accumulate_step(), xs, ys), separate=(k_steps,)))
+        accumulated=(accumulate_step, xs, ys), separate=(k_steps,)))
 
 
 def all_reduce(tf: Any, values: Any, options: Any = None) -> Any:
-    """Sum ``values`` over all replicas from inside ``strategy.run``: the call Keras'
-    optimizer makes for the gradients (``options``: CommunicationOptions for this call)."""
+    """Sum ``values`` over all replicas inside ``strategy.run``: Keras' optimizer's call."""
     context = tf.distribute.get_replica_context()
     return context.all_reduce(tf.distribute.ReduceOp.SUM, values, options=options)
 
@@ -246,13 +209,15 @@ def local_result(tf: Any, strategy: Any, result: Any) -> Any:
     return tf.nest.map_structure(lambda r: strategy.experimental_local_results(r)[0], result)
 
 
+def summed(tf: Any, strategy: Any, replica: Any) -> Any:
+    """A tf.function of tensors: ``replica(*tensors)``, this worker's last result's first value."""
+    return tf.function(lambda values: local_result(
+        tf, strategy, strategy.run(replica, args=tuple(values)))[-1][0])
+
+
 def all_reduce_one(tf: Any, strategy: Any) -> Any:
-    """The strategy's all-reduce of one tensor over every worker (each worker: one replica)."""
-    @tf.function
-    def reduce(x: Any) -> Any:
-        result = strategy.run(lambda v: all_reduce(tf, tf.identity(v)), args=(x,))
-        return local_result(tf, strategy, result)[0]
-    return reduce
+    """The strategy's all-reduce of one tensor, passed in a list, over every worker."""
+    return summed(tf, strategy, lambda v: [all_reduce(tf, tf.identity(v))])
 
 
 def fetched(result: Any) -> float:
@@ -260,16 +225,34 @@ def fetched(result: Any) -> float:
     return float(result.numpy())
 
 
-def timed(args: argparse.Namespace, fn: Any, *inputs: Any, repeat: int = 0) -> dict[str, float]:
-    result = benchmark(lambda: fn(*inputs), sync=fetched, warmup=args.warmup,
-                       repeat=repeat or args.repeat)
-    return {"seconds": result.median, "best": result.best, "worst": result.worst}
+def in_turns(args: argparse.Namespace, calls: dict[Any, tuple[Any, ...]], repeat: int,
+             before: Any = lambda: None) -> dict[Any, list[float]]:
+    """Seconds of each run of every ``(function, *inputs)``, one run of each per turn after
+    ``args.warmup`` untimed turns (``before`` each run): load then slows them all alike."""
+    samples: dict[Any, list[float]] = {name: [] for name in calls}
+    for turn in range(args.warmup + repeat):
+        for name, (fn, *inputs) in calls.items():
+            before()
+            start = time.perf_counter()
+            fetched(fn(*inputs))
+            if turn >= args.warmup:
+                samples[name].append(time.perf_counter() - start)
+    return samples
+
+
+def timed(args: argparse.Namespace, fn: Any, *inputs: Any) -> dict[str, float]:
+    return spread(in_turns(args, {"": (fn, *inputs)}, args.repeat)[""])
+
+
+def spread(samples: list[float]) -> dict[str, float]:
+    """Median, fastest and slowest seconds: a burst of load can only slow a run down."""
+    return {"seconds": statistics.median(samples), "best": min(samples), "worst": max(samples)}
 
 
 def finish(name: str, linger: float = 120.0) -> NoReturn:
-    """Print :data:`~helpers.workers.common.TIMING_DONE`, then wait (at most ``linger`` s)
-    for the launcher to end this worker: leaving could break a peer still fetching the last
-    chunk it serves, and a normal exit waits in TensorFlow's shutdown barrier."""
+    """Say :data:`~helpers.workers.common.TIMING_DONE`, then wait (``linger`` s at most) to be
+    ended: leaving could break a peer still fetching a chunk this worker serves, and a normal
+    exit waits in TensorFlow's shutdown barrier."""
     print(f"[{name}] {TIMING_DONE}", flush=True)
     sys.stderr.flush()
     time.sleep(linger)
@@ -278,25 +261,20 @@ def finish(name: str, linger: float = 120.0) -> NoReturn:
 
 def collective_ops(tf_function: Any, *args: Any) -> list[dict[str, Any]]:
     """The collective ops in the graph ``tf_function`` traces for ``args``, with their hint."""
-    found = []
-    for op in tf_function.get_concrete_function(*args).graph.get_operations():
-        if op.type.startswith("Collective"):
-            hint = op.get_attr("communication_hint")
-            found.append({"type": op.type, "hint": hint.decode() if isinstance(hint, bytes)
-                          else str(hint)})
-    return found
+    ops = tf_function.get_concrete_function(*args).graph.get_operations()
+    hints = [(op.type, op.get_attr("communication_hint")) for op in ops
+             if op.type.startswith("Collective")]
+    return [{"type": t, "hint": h.decode() if isinstance(h, bytes) else str(h)} for t, h in hints]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes-kb", type=int, nargs="+", default=[4, 64, 1024],
                         help="message sizes (KiB of float32) per worker")
-    parser.add_argument("--groups", type=int, nargs="+", default=[1, 2],
-                        help="sizes of the groups of workers timed with the op itself")
+    parser.add_argument("--groups", type=int, nargs="+", default=[1, 2], help="op's group sizes")
     parser.add_argument("--tensors", type=int, default=0, help="fusion: small tensors (0: skip)")
     parser.add_argument("--tensor-kb", type=int, default=4, help="fusion: KiB per small tensor")
-    parser.add_argument("--batches", type=int, nargs="*", default=[],
-                        help="time training steps at these per-replica batches (notebook 12)")
+    parser.add_argument("--batches", type=int, nargs="*", default=[], help="12: step batches")
     parser.add_argument("--micro-batches", type=int, default=4, help="accumulated per exchange")
     parser.add_argument("--packs", type=int, default=4, help="overlap: packs of gradients")
     parser.add_argument("--learning-rate", type=float, default=0.01)

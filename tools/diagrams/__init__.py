@@ -68,7 +68,7 @@ def diagram(name: str, notebook: str, alt: str, size: tuple[float, float] = (8.0
 def load_all() -> dict[str, Diagram]:
     """Import every module of this package (``nbNN``, ``site``), which registers its diagrams."""
     for module in pkgutil.iter_modules(__path__):
-        if module.name != "draw":
+        if module.name not in ("draw", "__main__"):
             importlib.import_module(f"{__name__}.{module.name}")
     return REGISTRY
 

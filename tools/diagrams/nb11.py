@@ -80,8 +80,8 @@ def ring_steps(fig):
     for y in (4.4, 2.3):
         ax.plot([0.1, 9.9], [y - 0.1, y - 0.1], color=COLOURS["muted"], linewidth=0.6,
                 linestyle=":")
-    label(ax, 5.0, 0.25, "numbers: whose values a chunk holds; bold: the chunk that just arrived", muted=True,
-          size=8.5)
+    label(ax, 5.0, 0.25, "numbers: whose values a chunk holds; bold: the chunk that just arrived",
+          muted=True, size=8.5)
 
 
 @diagram("fusion", "11", alt=(
@@ -94,7 +94,7 @@ def fusion(fig):
     ax = canvas(fig, 10.0, 3.3)
     label(ax, 0.1, 2.75, "one collective per tensor", ha="left", bold=True, size=9.5)
     x = 0.1
-    for k in range(8):
+    for _ in range(8):
         box(ax, x, 2.0, 0.7, 0.45, "alpha", role="data", size=7.5)
         box(ax, x + 0.7, 2.0, 0.22, 0.45, "")
         x += 0.98

@@ -48,6 +48,7 @@ def mfu_ratio(fig):
     ax.plot([1.7, 9.6], [1.9, 1.9], color=COLOURS["ink"], lw=2)
     box(ax, 1.7, 0.3, 3.7, 1.3, "peak FLOP/s, data sheet\n(PaLM's MFU: the\ntheoretical peak)",
         role="server", size=10)
-    box(ax, 5.9, 0.3, 3.7, 1.3, "peak FLOP/s, measured\n(the best product timed:\nlower, so MFU is higher)",
+    box(ax, 5.9, 0.3, 3.7, 1.3,
+        "peak FLOP/s, measured\n(the best product timed:\nlower, so MFU is higher)",
         role="host", size=10)
     label(ax, 5.65, 0.95, "or", size=11, muted=True)
