@@ -56,7 +56,7 @@ class Profile:
     collective_workers: tuple[int, ...]  # 11: worker counts timed (one cluster of the largest)
     fusion_tensors: int  # 11: small tensors all-reduced one by one or packed
     roofline_elements: int  # 12: float32 values of the element-wise ops and copies
-    step_batches: tuple[int, ...]  # 12: per-replica batches timed for the critical batch
+    step_batches: tuple[int, ...]  # 12: per-replica batches timed for b*; 15: MFU by batch
     micro_batches: int  # 12: gradient accumulation, micro-batches per exchange
     memory_width: int  # 13: width of the dense model whose memory is measured
     memory_layers: int  # 13: its depth

@@ -105,7 +105,8 @@ def measure(path: Path) -> dict[str, Any]:
              and "diagram" not in c.get("metadata", {}).get("tags", [])]
     texts = [cell_source(c) for c in prose]
     lengths = [len(p.split()) for t in texts for p in paragraphs(t)]
-    words = sum(len(t.split()) for t in texts)
+    # every word a reader meets, a diagram's alt text included
+    words = sum(len(cell_source(c).split()) for c in cells if c["cell_type"] == "markdown")
     title = next((t for t in texts if t.lstrip().startswith("# ")), "")
     objectives = [line for line in title.splitlines() if LIST_ITEM.match(line)]
     minutes = re.search(r"\*\*Class time:\*\* about (\d+) minutes", title)
