@@ -5,11 +5,9 @@ what only a real front end can show: that the stored default figure of each calc
 renders before any cell runs, and that in a running kernel the ipywidgets controls appear
 (JupyterLab loads ipywidgets' own extension) and moving each one redraws the figure.
 
-It needs Chromium (Debian: ``apt-get install chromium``, or ``$SERIES_CHROMIUM`` naming
-the browser) and Playwright (``requirements-browser.txt``, which ``make test`` installs).
-Without Chromium the tests are skipped, saying so; with ``SERIES_REQUIRE_BROWSER=1`` (CI)
-they fail instead. JupyterLab listens on 127.0.0.1 with a random token, and is stopped,
-with its kernels, whatever the outcome.
+Chromium, Playwright and the JupyterLab server come from ``browser.py`` (skipped without a
+browser, failing under ``SERIES_REQUIRE_BROWSER=1``). JupyterLab listens on 127.0.0.1 with a
+random token, and is stopped, with its kernels, whatever the outcome.
 """
 
 from __future__ import annotations
@@ -17,99 +15,33 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import re
-import secrets
 import shutil
-import sys
 from pathlib import Path
 
 import psutil
 import pytest
+from browser import browser_page, jupyterlab, open_notebook
 from lesson_cells import cell_with_context, notebook
 
-from helpers.processes import ProcessGroup, free_port, poll_until
+from helpers.processes import poll_until
 
 CALCULATORS = ("10", "12", "13", "14")
 LIVE = ("10", "13", "14")  # 12's figure needs section 1's measurements: stored figure only
 MARKER = "from helpers.calculator import"
-# The probe's flags: without the background-networking ones Chromium keeps dialling out.
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync"]
-
-
-def needed(what: str) -> None:
-    """Skip, saying how to get ``what``; under ``SERIES_REQUIRE_BROWSER=1`` (CI), fail."""
-    if os.environ.get("SERIES_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"SERIES_REQUIRE_BROWSER=1 and {what}")
-    pytest.skip(f"the JupyterLab check needs what is missing: {what}")
-
-
-def chromium() -> str:
-    found = os.environ.get("SERIES_CHROMIUM") or next(
-        filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
-    if not found:
-        needed("no Chromium: apt-get install chromium, or set SERIES_CHROMIUM to a Chromium "
-               "or Chrome executable")
-    return found
-
-
-def kernels_of(server) -> list[psutil.Process]:
-    return psutil.Process(server.pid).children(recursive=True)
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """A JupyterLab server on 127.0.0.1 serving a scratch folder, and what the tests need
-    to reach it; afterwards, the server and every kernel it started have ended."""
-    browser = chromium()
-    try:
-        import playwright  # noqa: F401, PLC0415
-    except ImportError:
-        needed("no Playwright: make test installs requirements-browser.txt")
-    root = tmp_path_factory.mktemp("lab")
-    home = tmp_path_factory.mktemp("jupyter-home")  # none of the user's settings or workspaces
-    port, token = free_port(), secrets.token_hex(16)
-    env = {"JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_RUNTIME_DIR": str(home / "run"),
-           "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
-           "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
-           "MPLBACKEND": "module://matplotlib_inline.backend_inline",  # as a kernel of make lab
-           "JUPYTER_TOKEN": token}  # not on the command line, where `ps` would show it
-    with ProcessGroup("jupyterlab") as group:
-        server = group.start("jupyterlab", [
-            sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
-            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-            "--ServerApp.port_retries=0",
-            f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
-            "--LabApp.news_url=None",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"], env=env)
-        group.wait_for_port(server, port, timeout=90)
-        kernels: set[psutil.Process] = set()
-        try:
-            yield {"url": f"http://127.0.0.1:{port}", "token": token, "root": root,
-                   "browser": browser, "server": server, "kernels": kernels}
-        finally:
-            kernels.update(kernels_of(server))
-            group.stop(grace=10)  # SIGTERM: the server shuts its kernels down first
-            _, left = psutil.wait_procs(kernels, timeout=10)
-            for kernel in left:
-                kernel.kill()
-            assert not left, f"kernels still running after JupyterLab stopped: {left}"
+    """A JupyterLab server on 127.0.0.1 serving a scratch folder (see ``browser.jupyterlab``)."""
+    with jupyterlab(tmp_path_factory.mktemp("lab"), tmp_path_factory.mktemp("home")) as lab:
+        yield lab
 
 
 @pytest.fixture(scope="module")
 def page(lab):
-    from playwright.sync_api import sync_playwright  # noqa: PLC0415
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=lab["browser"], args=CHROMIUM_FLAGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(60_000)
-            yield page
-        finally:
-            browser.close()
+    with browser_page() as page:
+        yield page
 
 
 @pytest.fixture
@@ -117,15 +49,8 @@ def close_sessions(lab, page):
     """Each notebook's kernel ends with its test, not with the module (one at a time); the
     module's teardown checks that every kernel seen here has ended."""
     yield
-    lab["kernels"].update(kernels_of(lab["server"]))
+    lab["kernels"].update(psutil.Process(lab["server"].pid).children(recursive=True))
     page.evaluate("() => window.jupyterapp && jupyterapp.serviceManager.sessions.shutdownAll()")
-
-
-def open_notebook(page, lab, name: str) -> None:
-    page.goto(f"{lab['url']}/lab/tree/{name}?reset&token={lab['token']}")
-    page.wait_for_function(
-        "() => { const w = window.jupyterapp && jupyterapp.shell.currentWidget;"
-        " return w && w.context && w.context.isReady && w.content && w.content.widgets; }")
 
 
 def mark_calculator_cell(page) -> None:
