@@ -2,8 +2,7 @@
 teaches it: the latency-bandwidth (alpha-beta) model and the two gradient exchanges (notebook
 10; reused in 11 and 12), the byte counter of a hand-written collective (11, 13), what each
 layer of a Keras model costs (13, and 12's step-timing worker), ZeRO's bytes per replica (13,
-reused in 14).
-"""
+reused in 14)."""
 
 from __future__ import annotations
 
@@ -32,18 +31,12 @@ class AlphaBeta:
         require_number("beta", self.beta, minimum=0)
 
     def time(self, size: float) -> float:
-        """Seconds for one message (or step) of ``size``."""
         return self.alpha + self.beta * size
 
-    @property
-    def bandwidth(self) -> float:
-        """Units (bytes, examples) per second once the fixed cost is paid."""
-        return math.inf if self.beta == 0 else 1.0 / self.beta
-
-    @property
-    def half_size(self) -> float:
-        """``alpha / beta``, where both costs are equal: smaller messages are latency-bound."""
-        return math.inf if self.beta == 0 else self.alpha / self.beta
+    #: Units (bytes, examples) per second once the fixed cost is paid.
+    bandwidth = property(lambda self: math.inf if self.beta == 0 else 1.0 / self.beta)
+    #: ``alpha / beta``, where both costs are equal: smaller messages are latency-bound.
+    half_size = property(lambda self: math.inf if self.beta == 0 else self.alpha / self.beta)
 
     @classmethod
     def network(cls, name: str, latency_s: float, gbit_per_s: float) -> AlphaBeta:
@@ -136,28 +129,18 @@ class LayerCost:
 
 def layer_cost(layer: Any) -> LayerCost:
     """The cost of one built layer: a dense kernel ``(in, out)`` is applied at every position
-    of the leading axes, a 2-D convolution's ``(kh, kw, in, out)`` once per output position."""
+    of the leading axes, a 2-D convolution's ``(kh, kw, in, out)`` once per output position;
+    either way each output value is a product over all but the kernel's last axis."""
     out = [1 if d is None else int(d) for d in layer.output.shape[1:]]  # without the batch
     outputs = math.prod(out)
     kernel = getattr(layer, "kernel", None)
     k = [int(d) for d in kernel.shape] if kernel is not None else []
-    flops = 0.0
-    if len(k) == 2:
-        flops = 2.0 * k[0] * k[1] * (outputs // k[1])
-    elif len(k) == 4:
-        flops = 2.0 * k[0] * k[1] * k[2] * outputs
+    flops = 2.0 * math.prod(k[:-1]) * outputs if len(k) in (2, 4) else 0.0
     return LayerCost(layer.name, type(layer).__name__, int(layer.count_params()), flops, outputs)
 
 
 def layer_costs(model_or_layers: Any) -> list[LayerCost]:
-    """:func:`layer_cost` for every layer of a built model (or a list of layers)."""
     return [layer_cost(layer) for layer in getattr(model_or_layers, "layers", model_or_layers)]
-
-
-def training_flops_per_example(costs: list[LayerCost]) -> float:
-    """Forward plus backward FLOPs per example: about three forward passes (the backward pass
-    computes two products per layer, for the input's and the weights' gradients)."""
-    return 3.0 * sum(c.flops for c in costs)
 
 
 def zero_bytes_per_replica(params: float, replicas: int, stage: int, weight_bytes: float = 2,
@@ -165,8 +148,7 @@ def zero_bytes_per_replica(params: float, replicas: int, stage: int, weight_byte
     """Model-state bytes per replica under ZeRO ``stage`` (0: plain data parallelism): stage 1
     shards the optimizer's states over the ``replicas``, stage 2 the gradients too, stage 3 the
     weights too. The defaults are the ZeRO paper's mixed precision with Adam: 16-bit weights and
-    gradients, 12 bytes of float32 master weights and Adam's two states.
-    """
+    gradients, 12 bytes of float32 master weights and Adam's two states."""
     n = replicas
     weights = params * weight_bytes / (n if stage >= 3 else 1)
     grads = params * grad_bytes / (n if stage >= 2 else 1)

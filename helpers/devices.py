@@ -42,9 +42,7 @@ class DeviceName:
     replica: int | None = None
     task: int | None = None
 
-    @property
-    def short(self) -> str:
-        return f"/{self.device_type}:{self.index}"
+    short = property(lambda self: f"/{self.device_type}:{self.index}")
 
     @property
     def full(self) -> str:  # the form TensorFlow logs
@@ -96,7 +94,6 @@ def list_devices(frameworks: tuple[str, ...] = FRAMEWORKS) -> Table:
 
 
 def nvidia_smi() -> Table | None:
-    """A short ``nvidia-smi`` summary, or None where there is no NVIDIA driver."""
     rows = query_nvidia_smi("index,name,memory.total,memory.used,utilization.gpu")
     return None if rows is None else Table(
         ["index", "name", "memory total", "memory used", "utilisation"], rows)
@@ -174,12 +171,10 @@ def _configure(device_type: str, physical: Any, configs: list[Any]) -> None:
     try:
         tf.config.set_logical_device_configuration(physical, configs)
     except RuntimeError:
-        existing = len(tf.config.list_logical_devices(device_type))
-        if existing != len(configs):
-            raise RuntimeError(
-                f"TensorFlow's runtime already started with {existing} logical "
-                f"{device_type}(s); {len(configs)} can only be made before the first "
-                f"TensorFlow op: {_RESTART}") from None
+        if (existing := len(tf.config.list_logical_devices(device_type))) != len(configs):
+            raise RuntimeError(f"TensorFlow's runtime already started with {existing} logical "
+                               f"{device_type}(s); {len(configs)} can only be made before the "
+                               f"first TensorFlow op: {_RESTART}") from None
 
 
 def use_logical_cpus(n: int) -> list[str]:
@@ -225,9 +220,8 @@ def virtual_gpu_budget(card_mb: int | None, per_card: int,
     if card_mb is None:
         return MemoryBudget(needed_mb or UNKNOWN_CARD_SHARE_MB, None, needed_mb, None)
     share = (card_mb - reserve_mb(card_mb)) // per_card
-    if needed_mb is None:
-        return MemoryBudget(share, card_mb, None, True)
-    return MemoryBudget(min(needed_mb, share), card_mb, needed_mb, needed_mb <= share)
+    need = share if needed_mb is None else needed_mb
+    return MemoryBudget(min(need, share), card_mb, needed_mb, need <= share)
 
 
 def _grow_on_demand(tf: Any, gpus: list[Any]) -> None:
@@ -259,9 +253,8 @@ class DevicePlan:
     mxnet_line: str = ""  # how MXNet runs on this GPU machine ('' without GPUs)
     jit_line: str = ""  # GPUs whose kernels TensorFlow JIT-compiles (share_jit_cache)
 
-    @property
-    def simulated(self) -> bool:
-        return self.kind == "virtual-gpu" or (self.kind == "logical-cpu" and self.needed > 1)
+    simulated = property(lambda self: self.kind == "virtual-gpu" or (
+        self.kind == "logical-cpu" and self.needed > 1))
 
     def distinct_cards(self, k: int) -> int:
         """How many different physical devices the first ``k`` devices run on."""
@@ -270,9 +263,8 @@ class DevicePlan:
     def mxnet_contexts(self, mx: Any) -> list[Any]:
         """``needed`` distinct contexts: GPUs if MXNet itself sees enough, else CPUs (MXNet
         cannot split a GPU, and one context twice would be one device to Gluon)."""
-        if mx.context.num_gpus() >= self.needed:
-            return [mx.gpu(i) for i in range(self.needed)]
-        return [mx.cpu(i) for i in range(self.needed)]
+        make = mx.gpu if mx.context.num_gpus() >= self.needed else mx.cpu
+        return [make(i) for i in range(self.needed)]
 
     def describe_mxnet_contexts(self, mx: Any) -> str:
         gpus = mx.context.num_gpus()
@@ -321,10 +313,8 @@ class DevicePlan:
 
 
 def plan_devices(needed: int, gpu_memory_mb: int | None = None) -> DevicePlan:
-    """Configure ``needed`` devices: real GPUs, else virtual GPUs, else logical CPUs.
-
-    ``gpu_memory_mb`` is what the lesson needs per virtual GPU (None: a fair share of the card).
-    """
+    """Configure ``needed`` devices: real GPUs, else virtual GPUs, else logical CPUs;
+    ``gpu_memory_mb`` is what the lesson needs per virtual GPU (None: a fair share of the card)."""
     require_int("the number of devices a lesson needs", needed, 1, MAX_LOGICAL_DEVICES,
                 _TOO_MANY)
     if gpu_memory_mb is not None:
@@ -355,7 +345,6 @@ def plan_devices(needed: int, gpu_memory_mb: int | None = None) -> DevicePlan:
 
 
 def requirements_banner(needed: int, gpu_memory_mb: int | None = None) -> DevicePlan:
-    """Configure the devices a lesson needs, print what is real and what is simulated."""
     plan = plan_devices(needed, gpu_memory_mb)
     print(plan.banner())
     return plan
@@ -369,8 +358,7 @@ def _require_existing(tf: Any, names: Sequence[str], what: str) -> None:
     """TensorFlow accepts a strategy over ``/GPU:7`` where there is none and soft-places its
     ops elsewhere (notebook 02), so a replica would not run where it is reported."""
     existing = {parse_device(d.name).short for d in tf.config.list_logical_devices()}
-    missing = [n for n in names if n not in existing]
-    if missing:
+    if missing := [n for n in names if n not in existing]:
         raise ValueError(
             f"{what} {', '.join(missing)}, which this process does not have (its devices: "
             f"{', '.join(sorted(existing))}); TensorFlow would place the work elsewhere. Use "
@@ -383,7 +371,7 @@ def mirrored_over(devices: Sequence[str], k: int) -> Any:
     Every ``MirroredStrategy`` numbers its all-reduce groups from one starting key, so a second
     one over another count joins the first one's group and TensorFlow aborts ("is joining a
     group with size 2, but that group has size 4"); each here starts its own key range, as
-    TensorFlow's tests do (else ``ReductionToOneDevice``, which uses no keys).
+    TensorFlow's tests do.
     """
     if isinstance(devices, str):
         raise ValueError(f"devices is a list of device strings, not the string {devices!r}")
@@ -396,11 +384,8 @@ def mirrored_over(devices: Sequence[str], k: int) -> Any:
             "configure more logical devices with requirements_banner(n) at the top")
     tf = import_tensorflow()
     _require_existing(tf, names[:k], "a MirroredStrategy over")
-    cls = tf.distribute.MirroredStrategy
-    if isinstance(getattr(cls, "_collective_key_base", None), int):
-        cls._collective_key_base += _KEY_RANGE
-        return cls(names[:k])
-    return cls(names[:k], cross_device_ops=tf.distribute.ReductionToOneDevice())
+    tf.distribute.MirroredStrategy._collective_key_base += _KEY_RANGE
+    return tf.distribute.MirroredStrategy(names[:k])
 
 
 def replica_devices(strategy: Any) -> list[str]:
@@ -436,23 +421,15 @@ class ContextPair:
     gpus: int
     omp_threads: int = 1  # OpenMP threads MXNet gives one CPU operator in this process
 
-    @property
-    def contexts(self) -> list[Any]:
-        return [self.first, self.second]
+    contexts = property(lambda self: [self.first, self.second])
 
-    @property
-    def same_memory(self) -> bool:
-        return self.first.device_type == self.second.device_type and (
-            self.first.device_type == "cpu" or self.first.device_id == self.second.device_id)
+    same_memory = property(lambda self: self.first.device_type == self.second.device_type and (
+        self.first.device_type == "cpu" or self.first.device_id == self.second.device_id))
 
-    @property
-    def simulated(self) -> bool:
-        return self.kind in ("one-gpu", "cpu-only")
+    simulated = property(lambda self: self.kind in ("one-gpu", "cpu-only"))
 
-    @property
-    def blas_deadlock_risk(self) -> bool:
-        both_cpu = self.first.device_type == self.second.device_type == "cpu"
-        return both_cpu and self.omp_threads > 1
+    blas_deadlock_risk = property(lambda self: self.omp_threads > 1 and (
+        self.first.device_type == self.second.device_type == "cpu"))
 
     @property
     def matmul(self) -> Callable[[Any, Any], Any]:
@@ -467,8 +444,7 @@ class ContextPair:
         return onednn_dot
 
     def describe(self) -> str:
-        names = f"{self.first} and {self.second}"
-        return names + {
+        return f"{self.first} and {self.second}" + {
             "two-gpus": ": two real GPUs, each with its own memory and compute",
             "host-and-gpu": ": the host and the GPU, separate memories joined by PCIe/NVLink",
             "one-gpu": ": SIMULATED, the same single GPU twice (MXNet cannot split a GPU); no "

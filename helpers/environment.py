@@ -76,7 +76,6 @@ def pin_report(path: Path | str = REQUIREMENTS) -> Table:
 
 
 def broken_pins(path: Path | str = REQUIREMENTS) -> list[str]:
-    """Human-readable problems, empty when every pin holds."""
     return [f"{package}: pinned {pinned}, installed {installed}"
             for package, pinned, installed, ok in pin_report(path).rows if ok is False]
 
@@ -127,8 +126,7 @@ def diagnose() -> Table:
             True: "has kernels for it", False: "has NO kernels for it",
             None: "unknown (no compute capability)"}[fits],
             "-" if fits else "MXNet runs on the CPU on this GPU (see README, GPU instances)"])
-    route = mxnet_route()
-    if route.on_gpu:
+    if (route := mxnet_route()).on_gpu:
         table.append(["MXNet build", f"ok: CUDA build, probe passed, "
                       f"{import_mxnet().context.num_gpus()} GPU(s)", "-"])
     elif route.verdict in ("not-installed", "disabled"):

@@ -51,10 +51,9 @@ class NetworkExposure:
     private: tuple[str, ...]
     isolation_problem: str = ""
 
-    @property
-    def level(self) -> str:
-        """``public``, ``private`` or ``loopback`` (no address but the machine's own)."""
-        return "public" if self.public else "private" if self.private else "loopback"
+    #: ``public``, ``private`` or ``loopback`` (no address but the machine's own).
+    level = property(lambda self: "public" if self.public else "private" if self.private
+                     else "loopback")
 
     def banner(self) -> str:
         """A few lines: which addresses, what a cluster's ports are exposed to, what to do."""

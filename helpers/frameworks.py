@@ -16,6 +16,7 @@ hide notebook 02's placement lines; ``keras=False`` skips its eager Keras import
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import importlib.util
 import os
@@ -50,17 +51,9 @@ def _calling(target: Any, name: str) -> Any:
     return restored
 
 
-def _expired(name: str) -> Any:
-    def expired(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError(f"numpy.{name} was removed in numpy 1.20 (numpy_financial has it); "
-                           "MXNet only lists it among its NumPy fallbacks")
-
-    expired.__name__ = expired.__qualname__ = name
-    return expired
-
-
-def _in1d(ar1: Any, ar2: Any, assume_unique: bool = False, invert: bool = False) -> Any:
-    return numpy.isin(ar1, ar2, assume_unique=assume_unique, invert=invert).ravel()
+def _expired(name: str, *args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError(f"numpy.{name} was removed in numpy 1.20 (numpy_financial has it); "
+                       "MXNet only lists it among its NumPy fallbacks")
 
 
 #: Every name numpy 2 (or 1.24) removed that MXNet 1.9.1's Python code reads, with what
@@ -72,12 +65,12 @@ NUMPY_NAMES_MXNET_READS: dict[str, Any] = {
     "NaN": numpy.nan, "NAN": numpy.nan,
     "alltrue": _calling(numpy.all, "alltrue"), "sometrue": _calling(numpy.any, "sometrue"),
     "product": _calling(numpy.prod, "product"), "round_": _calling(numpy.round, "round_"),
-    "trapz": _calling(getattr(numpy, "trapezoid", None) or getattr(numpy, "trapz", None),
-                      "trapz"),
+    "trapz": _calling(numpy.trapezoid, "trapz"),
     "msort": _calling(lambda a: numpy.sort(a, axis=0), "msort"),
-    "in1d": _calling(_in1d, "in1d"),
+    "in1d": _calling(lambda *args, **kwargs: numpy.isin(*args, **kwargs).ravel(), "in1d"),
     "compat": SimpleNamespace(basestring=str),
-    **{name: _expired(name) for name in ("mirr", "npv", "pmt", "ppmt", "pv", "rate")},
+    **{name: _calling(functools.partial(_expired, name), name)
+       for name in ("mirr", "npv", "pmt", "ppmt", "pv", "rate")},
 }
 
 
@@ -110,17 +103,14 @@ def mxnet_tuning(environ: dict[str, str] | None = None) -> dict[str, str]:
     settings = {}
     if not (env.get("OMP_NUM_THREADS") or env.get("MXNET_OMP_MAX_THREADS")):
         settings["MXNET_OMP_MAX_THREADS"] = str(physical_cores())
-    core = None if env.get("OPENBLAS_CORETYPE") else suggested_coretype()
-    if core is not None:
+    if not env.get("OPENBLAS_CORETYPE") and (core := suggested_coretype()) is not None:
         settings["OPENBLAS_CORETYPE"] = core
     return settings
 
 
 def import_mxnet() -> ModuleType:
     """Apply the numpy fix, import MXNet at full speed (see the module docstring), return it.
-
-    A GPU problem is explained once, on stderr, never raised; the wrong MXNet version is.
-    """
+    A GPU problem is explained once, on stderr, never raised; the wrong MXNet version is."""
     apply_numpy_fix()
     if "mxnet" not in sys.modules:
         chosen = mxnet_gpu.route()
@@ -140,10 +130,9 @@ def import_mxnet() -> ModuleType:
     import mxnet  # noqa: PLC0415
 
     if not mxnet.__version__.startswith("1.9"):
-        raise RuntimeError(
-            f"mxnet {mxnet.__version__} is installed, the series needs 1.9.1: "
-            "run `pip install --no-deps -r requirements-mxnet.txt` (or `make venv`, which does it)"
-        )
+        raise RuntimeError(f"mxnet {mxnet.__version__} is installed, the series needs 1.9.1: "
+                           "run `pip install --no-deps -r requirements-mxnet.txt` (or `make "
+                           "venv`, which does it)")
     return mxnet
 
 

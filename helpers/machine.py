@@ -36,40 +36,29 @@ _ALIASES = {"mxnet": ("mxnet", "mxnet-cu117", "mxnet-cu112")}
 def package_version(package: str) -> str | None:
     """The installed version of ``package`` (or of its CUDA twin), None if absent."""
     for name in _ALIASES.get(package, (package,)):
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
     return None
 
 
 def _cpuinfo(key: str) -> str | None:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(key):
-                return line.split(":", 1)[1].strip()
-    return None
+    lines = Path("/proc/cpuinfo").read_text().splitlines()
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith(key)), None)
 
 
 def cpu_flags() -> set[str]:
-    """The instruction-set flags of this CPU (Linux ``/proc/cpuinfo``; empty elsewhere)."""
+    """The instruction-set flags of this CPU (``/proc/cpuinfo``)."""
     return set((_cpuinfo("flags") or "").split())
 
 
-def load_average() -> list[float] | None:
-    """1, 5 and 15-minute load averages (runnable processes), None where unsupported."""
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except (AttributeError, OSError):
-        return None
+def load_average() -> list[float]:
+    """1, 5 and 15-minute load averages (runnable processes)."""
+    return [round(x, 2) for x in os.getloadavg()]
 
 
 def cpu_cores() -> int:
     """Cores this process may run on (respects taskset/cgroup affinity)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+    return len(os.sched_getaffinity(0))
 
 
 def physical_cores() -> int:
@@ -81,15 +70,12 @@ def physical_cores() -> int:
 
 
 def smi_output(*args: str) -> str | None:
-    """What ``nvidia-smi ARGS`` prints; None without a working driver."""
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
+    if (exe := shutil.which("nvidia-smi")) is None:
         return None
-    try:
+    with contextlib.suppress(subprocess.SubprocessError, OSError):
         return subprocess.run([exe, *args], capture_output=True, text=True, timeout=20,
                               check=True).stdout
-    except (subprocess.SubprocessError, OSError):
-        return None
+    return None
 
 
 def query_nvidia_smi(fields: str) -> list[list[str]] | None:
@@ -102,10 +88,8 @@ def query_nvidia_smi(fields: str) -> list[list[str]] | None:
 
 def suggested_coretype(flags: set[str] | None = None) -> str | None:
     """The best OpenBLAS kernel set this CPU's flags allow (never one it cannot run), or None.
-
     OpenBLAS takes the best set it has below one it was not built with: MXNet's 0.3.13
-    answers ``SkylakeX`` with its ``Haswell`` kernels (AVX2 + FMA).
-    """
+    answers ``SkylakeX`` with its ``Haswell`` kernels (AVX2 + FMA)."""
     flags = cpu_flags() if flags is None else flags
     if "avx512f" in flags:
         return "SkylakeX"
@@ -166,7 +150,6 @@ def describe_machine() -> dict[str, Any]:
 
 
 # -- Checks of the values learners type.
-
 def _with(hint: str) -> str:
     return f"; {hint}" if hint else ""
 
@@ -202,8 +185,7 @@ def require_number(name: str, value: object, *, minimum: float | None = None,
     return x
 
 
-def require_choice(name: str, value: object, choices: Collection[object],
-                   hint: str = "") -> object:
+def require_choice(name: str, value: object, choices: Collection[object], hint: str = "") -> object:
     """``value`` if it is one of ``choices``, of the same type too (``True`` is not ``1``)."""
     if not any(value == c and type(value) is type(c) for c in choices):
         listed = ", ".join(repr(c) for c in choices)

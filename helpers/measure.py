@@ -2,11 +2,11 @@
 multiplies with how many threads (notebooks 03-05, 12 and 13). Every timed region ends with
 the framework's synchronisation (MXNet's engine is asynchronous on the CPU too); warm-up
 first, then repeats, reported as median and spread. ``python -m helpers.measure SIZE REPEAT``
-is the fresh process of :func:`probe_mxnet_dot`.
-"""
+is the fresh process of :func:`probe_mxnet_dot`."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from helpers.frameworks import import_mxnet, import_tensorflow
 from helpers.machine import cpu_cores, require_choice, require_int, require_number
 from helpers.output import Table
 
@@ -28,15 +29,11 @@ if TYPE_CHECKING:  # matplotlib loads when a figure is drawn, not on import
 # -- Time code on devices correctly: warm up, repeat, and wait for the device to finish.
 def sync_mxnet(_result: Any = None) -> None:
     """Block until MXNet's engine has finished every queued operation."""
-    from helpers.frameworks import import_mxnet  # noqa: PLC0415
-
     import_mxnet().nd.waitall()
 
 
 def sync_tensorflow(result: Any = None) -> None:
     """Block until TensorFlow's devices are idle and ``result`` (if any) is computed."""
-    from helpers.frameworks import import_tensorflow  # noqa: PLC0415
-
     tf = import_tensorflow()
     tf.test.experimental.sync_devices()
     if result is not None:
@@ -52,8 +49,7 @@ def resolve_sync(sync: str | Callable[[Any], None]) -> Callable[[Any], None]:
     receives the timed function's result."""
     if callable(sync):
         return sync
-    require_choice("sync", sync, list(SYNCS), "or give a function of the result")
-    return SYNCS[sync]
+    return SYNCS[require_choice("sync", sync, list(SYNCS), "or give a function of the result")]
 
 
 @dataclass
@@ -241,19 +237,15 @@ class Timeline:
     microbatches: int
     spans: list[Span] = field(default_factory=list)
 
-    @property
-    def makespan(self) -> float:
-        """Seconds from the first start to the last end."""
-        return max(s.end for s in self.spans) - min(s.start for s in self.spans)
+    makespan = property(lambda self: max(s.end for s in self.spans)
+                        - min(s.start for s in self.spans))
 
     def busy(self, stage: int) -> float:
-        """Seconds ``stage`` spent computing."""
         return sum(s.end - s.start for s in self.spans if s.stage == stage)
 
     def bubble(self) -> float:
         """Measured idle share: ``1 - total busy / (stages x makespan)``."""
-        busy = sum(self.busy(s) for s in range(self.stages))
-        return 1.0 - busy / (self.stages * self.makespan)
+        return 1.0 - sum(self.busy(s) for s in range(self.stages)) / (self.stages * self.makespan)
 
     def plot(self, ax: Any = None, title: str = "") -> Figure:
         """A Gantt chart: a row per stage, a bar per span (backward hatched), a colour and a
@@ -321,8 +313,7 @@ def mxnet_omp_threads(environ: Mapping[str, str] | None = None) -> int:
     ``OMP_NUM_THREADS`` when set, else MXNet's rule on x86, half of the processors."""
     env = os.environ if environ is None else environ
     for key in ("MXNET_OMP_MAX_THREADS", "OMP_NUM_THREADS"):
-        value = env.get(key, "").split(",")[0].strip()
-        if value:
+        if value := env.get(key, "").split(",")[0].strip():
             if not value.isdigit() or int(value) < 1:
                 raise ValueError(f"{key}={env[key]!r} is not a thread count; unset it or give "
                                  "a whole number >= 1")
@@ -330,18 +321,14 @@ def mxnet_omp_threads(environ: Mapping[str, str] | None = None) -> int:
     return max(1, cpu_cores() // 2)
 
 
-def _thread_ticks() -> dict[str, int] | None:
-    """CPU time (clock ticks, user + system) of every thread of this process, or None."""
+def _thread_ticks() -> dict[str, int]:
+    """CPU time (clock ticks, user + system) of every thread of this process."""
     tasks = Path("/proc/self/task")
-    if not tasks.is_dir():
-        return None
     ticks = {}
     for tid in os.listdir(tasks):
-        try:
+        with contextlib.suppress(OSError):  # the thread ended while we looked
             fields = (tasks / tid / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:  # the thread ended while we looked
-            continue
-        ticks[tid] = int(fields[11]) + int(fields[12])
+            ticks[tid] = int(fields[11]) + int(fields[12])
     return ticks
 
 
@@ -349,16 +336,13 @@ def busy_threads(fn: Callable[[], Any], min_seconds: float = 0.3,
                  share: float = 0.25) -> int | None:
     """How many threads of this process did real work while ``fn`` (which must wait for its own
     result) ran again and again for ``min_seconds``, the kernel counting CPU time in 10 ms
-    ticks: those with at least ``share`` of the busiest one's time. None without ``/proc``
-    (not Linux) or with too little CPU time to tell."""
+    ticks: those with at least ``share`` of the busiest one's time. None with too little CPU
+    time to tell."""
     fn()  # threads start lazily; let them exist before counting
-    before = _thread_ticks()
-    if before is None:
-        return None
-    start = time.perf_counter()
+    before, start = _thread_ticks(), time.perf_counter()
     while time.perf_counter() - start < min_seconds:
         fn()
-    used = [t - before.get(tid, 0) for tid, t in (_thread_ticks() or {}).items()]
+    used = [t - before.get(tid, 0) for tid, t in _thread_ticks().items()]
     top = max(used, default=0)
     if top < 5:  # under 50 ms of CPU time in the busiest thread: too little to tell
         return None
@@ -402,8 +386,6 @@ def probe_mxnet_dot(env: Mapping[str, str] | None = None, size: int = 512, repea
 
 def _probe(size: int, repeat: int) -> dict[str, Any]:
     """In the child: time both products, report kernels and busy threads."""
-    from helpers.frameworks import import_mxnet  # noqa: PLC0415
-
     mx = import_mxnet()
     a, b = mx.nd.random.uniform(shape=(size, size)), mx.nd.random.uniform(shape=(size, size))
     a_np, b_np = a.asnumpy(), b.asnumpy()

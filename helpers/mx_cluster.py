@@ -81,12 +81,11 @@ class LocalMXCluster(LocalCluster):
     #: The workers' result records, read by :meth:`results` rather than shown.
     PROTOCOL_LINE = re.compile(re.escape(RESULT_PREFIX))
 
-    def __init__(
-        self, module: str, workers: int = 2, servers: int = 1, *, args: Sequence[str] = (),
-        env: dict[str, str] | None = None, log_dir: str | Path | None = None,
-        port: int | None = None, host: str = "127.0.0.1", ready_timeout: float = 90.0,
-        verbose: int = 1, threads: int | None = 1, allow_external: bool = False,
-    ) -> None:
+    def __init__(self, module: str, workers: int = 2, servers: int = 1, *,
+                 args: Sequence[str] = (), env: dict[str, str] | None = None,
+                 log_dir: str | Path | None = None, port: int | None = None,
+                 host: str = "127.0.0.1", ready_timeout: float = 90.0, verbose: int = 1,
+                 threads: int | None = 1, allow_external: bool = False) -> None:
         for name, count in (("workers", workers), ("servers", servers)):
             require_int(f"the number of {name}", count, 1, processes.MAX_LOCAL_TASKS,
                         processes.LOCAL_TASKS_HINT)
@@ -95,8 +94,7 @@ class LocalMXCluster(LocalCluster):
         self.allow_external = require_choice("allow_external", allow_external, (False, True))
         if isinstance(args, str) or not all(isinstance(a, str) for a in args):
             raise ValueError(f"args is a list of str (command-line arguments), not {args!r}")
-        dmlc = sorted(k for k in env or {} if k.startswith("DMLC_"))
-        if dmlc:
+        if dmlc := sorted(k for k in env or {} if k.startswith("DMLC_")):
             raise ValueError(f"env sets {', '.join(dmlc)}, but the cluster sets the DMLC_* "
                              "variables itself; pass workers=, servers=, port= or host= instead")
         threads_env = {} if threads is None else {

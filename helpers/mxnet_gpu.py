@@ -62,18 +62,16 @@ def shown(path: str | Path | None) -> str:
     """A path as a reader should see it: relative to the series' checkout when inside it."""
     if path is None:
         return "-"
-    try:
+    with contextlib.suppress(ValueError):
         return str(Path(path).resolve().relative_to(ROOT))
-    except ValueError:
-        return Path(path).name
+    return Path(path).name
 
 
 def runs_mxnet_kernels(capability: tuple[int, int] | None) -> bool | None:
     """Whether the cu117 wheel runs on this compute capability (SASS for X.y runs on X.z,
     z >= y; no PTX for newer); None when unknown."""
-    if capability is None:
-        return None
-    return any(m == capability[0] and n <= capability[1] for m, n in MXNET_CUDA_ARCHES)
+    return None if capability is None else any(
+        m == capability[0] and n <= capability[1] for m, n in MXNET_CUDA_ARCHES)
 
 
 @dataclass(frozen=True)
@@ -89,9 +87,7 @@ class MXNetRoute:
     detail: str = ""  # the probe's error, first line
     cards: tuple[tuple[str, tuple[int, int] | None], ...] = ()  # (name, capability) seen
 
-    @property
-    def on_gpu(self) -> bool:
-        return self.build == "gpu"
+    on_gpu = property(lambda self: self.build == "gpu")
 
     def summary(self) -> str:
         """One line for a banner or a diagnosis."""
@@ -153,10 +149,9 @@ def missing_libraries(root: Path) -> list[str]:
 
 
 def _is_loaded(name: str) -> bool:
-    try:
+    with contextlib.suppress(OSError):
         return bool(ctypes.CDLL(name, mode=os.RTLD_NOLOAD))
-    except OSError:
-        return False
+    return False
 
 
 def library_plan(root: Path, shared: list[Path] | None = None,
@@ -174,8 +169,7 @@ def library_plan(root: Path, shared: list[Path] | None = None,
         if mine is None:
             raise FileNotFoundError(f"{name} is not in {shown(root)}: {INSTALL_COMMAND}")
         if not loaded(mine.name):
-            theirs = _find(mine.name, shared)
-            plan.extend([theirs, mine] if theirs is not None else [mine])
+            plan.extend(p for p in (_find(mine.name, shared), mine) if p is not None)
     return plan
 
 
@@ -271,13 +265,12 @@ def cache_file(root: Path) -> Path:
 
 
 def _read(path: Path) -> MXNetRoute | None:
-    try:
+    with contextlib.suppress(OSError, ValueError, TypeError):
         data = json.loads(path.read_text())
         data["missing"] = tuple(data.get("missing", ()))
         data["cards"] = tuple((n, tuple(c) if c else None) for n, c in data.get("cards", ()))
         return MXNetRoute(**data)
-    except (OSError, ValueError, TypeError):
-        return None
+    return None
 
 
 def _write(path: Path, route: MXNetRoute) -> None:
@@ -321,7 +314,6 @@ def forget() -> None:
 
 def announce(r: MXNetRoute) -> None:
     """Print the fallback paragraph once per process (to stderr), if there is one."""
-    text = r.message()
-    if text and text not in _announced:
+    if (text := r.message()) and text not in _announced:
         print(text, file=sys.stderr, flush=True)
         _announced.add(text)

@@ -17,9 +17,10 @@ import os
 import re
 import textwrap
 import time
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from helpers.machine import describe_machine
@@ -28,17 +29,11 @@ if TYPE_CHECKING:  # matplotlib loads when a figure is drawn, not on import
     from matplotlib.figure import Figure
 
 # -- A small table that prints the same text everywhere and renders as HTML in Jupyter.
-
-
 def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+    return "-" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 class Table:
-    """Rows of values under named columns."""
-
     def __init__(self, columns: Sequence[str], rows: Iterable[Sequence[Any]] = ()) -> None:
         self.columns = list(columns)
         self.rows: list[list[Any]] = []
@@ -52,12 +47,10 @@ class Table:
         self.rows.append(list(row))
 
     def column(self, name: str) -> list[Any]:
-        """All values of one column, in row order."""
         i = self.columns.index(name)
         return [row[i] for row in self.rows]
 
     def records(self) -> list[dict[str, Any]]:
-        """The rows as dictionaries (handy for JSON)."""
         return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
 
     def __len__(self) -> int:
@@ -81,8 +74,6 @@ class Table:
 
 
 # -- Show the lines a lesson is about, from the running code itself.
-
-
 def source_of(obj: Any, start: str | None = None, end: str | None = None) -> str:
     """The source of a function, class or module: a function or class without its docstring
     (the notebook's text replaces it), or the part from the first line containing ``start``
@@ -110,13 +101,10 @@ def source_of(obj: Any, start: str | None = None, end: str | None = None) -> str
 
 
 def show_source(obj: Any, start: str | None = None, end: str | None = None) -> None:
-    """Print :func:`source_of` ``obj``: the lines a reader should look at."""
     print(source_of(obj, start, end).rstrip("\n"))
 
 
 # -- Save each notebook's measurements as JSON, so runs on different machines can be compared.
-
-
 def results_dir() -> Path:
     """``$SERIES_RESULTS_DIR``, else ``results/`` at the top of the series' checkout."""
     if os.environ.get("SERIES_RESULTS_DIR"):
@@ -161,18 +149,15 @@ def save_figure(fig: Figure, name: str, directory: Path | str | None = None) -> 
 
 
 # -- Charts the series draws more than once, with labelled axes and units.
-
-
 def line_speedup(counts: Sequence[int], speedups: Mapping[str, Sequence[float]],
-                 title: str = "", xlabel: str = "devices", ideal: bool = True) -> Figure:
+                 title: str = "", xlabel: str = "devices") -> Figure:
     """Speed-up against device/worker count, one line per series, plus the ideal y = x."""
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for label, ys in speedups.items():
         ax.plot(counts, ys, marker="o", label=label)
-    if ideal:
-        ax.plot(counts, counts, linestyle="--", color="grey", label="ideal (linear)")
+    ax.plot(counts, counts, linestyle="--", color="grey", label="ideal (linear)")
     ax.set(xlabel=xlabel, ylabel="speed-up (x, vs 1)", title=title)
     ax.legend()
     fig.tight_layout()
@@ -180,28 +165,13 @@ def line_speedup(counts: Sequence[int], speedups: Mapping[str, Sequence[float]],
 
 
 # -- Draw ring all-reduce step by step: which device holds which part of which sum (11).
-
 State = list[list[frozenset[int]]]  # state[device][chunk] = devices summed in that chunk
 
 
-class Contributions:
-    """The four operations of the ring on sets of device numbers instead of tensors."""
-
-    @staticmethod
-    def move(x: frozenset[int], src: Hashable, dst: Hashable) -> frozenset[int]:
-        return x
-
-    @staticmethod
-    def add(a: frozenset[int], b: frozenset[int], device: Hashable) -> frozenset[int]:
-        return a | b
-
-    @staticmethod
-    def split(x: frozenset[int], parts: int) -> list[frozenset[int]]:
-        return [x] * parts
-
-    @staticmethod
-    def concat(chunks: Sequence[frozenset[int]], device: Hashable) -> list[frozenset[int]]:
-        return list(chunks)
+#: The four operations of the ring on sets of device numbers instead of tensors.
+Contributions = SimpleNamespace(
+    move=lambda x, src, dst: x, add=lambda a, b, device: a | b,
+    split=lambda x, parts: [x] * parts, concat=lambda chunks, device: list(chunks))
 
 
 def contributions(devices: int) -> list[frozenset[int]]:

@@ -116,10 +116,8 @@ class Placement:
     device: str
     via: str  # "graph" or "eager"
 
-    @property
-    def short_device(self) -> str:
-        """``/job:localhost/replica:0/task:0/device:GPU:1`` -> ``GPU:1``."""
-        return self.device.rsplit("device:", 1)[-1]
+    #: ``/job:localhost/replica:0/task:0/device:GPU:1`` -> ``GPU:1``.
+    short_device = property(lambda self: self.device.rsplit("device:", 1)[-1])
 
 
 def _clean(line: str) -> str:
@@ -188,9 +186,6 @@ class _EagerLineFilter:
                 self._pending = ""
         return len(text)
 
-    def flush(self) -> None:
-        self.target.flush()
-
     def __getattr__(self, name: str) -> object:
         return getattr(self.target, name)
 
@@ -198,10 +193,8 @@ class _EagerLineFilter:
 @contextmanager
 def capture_placement() -> Iterator[PlacementLog]:
     """Capture fds 1 and 2 inside the block and parse the placement lines written there.
-
     Eager lines written through Python's ``sys.stdout`` (a Jupyter kernel) are caught too;
-    other text Python prints inside the block still reaches the cell.
-    """
+    other text Python prints inside the block still reaches the cell."""
     log = PlacementLog()
     with capture_fds((1, 2)) as captured:
         original = sys.stdout

@@ -58,7 +58,6 @@ def poll_until(check: Callable[[], T | None], timeout: float, late: Callable[[],
 
 
 # -- hosts and ports: where a local cluster's servers listen, and who else does ---------------
-
 def check_host(host: object) -> str:
     """``host`` if it is an address of this machine a server can bind, else ValueError."""
     try:
@@ -69,17 +68,13 @@ def check_host(host: object) -> str:
     if family != socket.AF_INET:
         raise ValueError(f"host {host!r} is an IPv6 address; the series' clusters listen on "
                          "IPv4: use 127.0.0.1 (or this machine's IPv4 address)")
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind((address[0], 0))
-        except OSError:
-            raise ValueError(f"host {host!r} is not an address of this machine, so no task "
-                             "could listen there; a local cluster uses 127.0.0.1") from None
+    if not port_bindable(0, address[0]):
+        raise ValueError(f"host {host!r} is not an address of this machine, so no task "
+                         "could listen there; a local cluster uses 127.0.0.1")
     return host
 
 
 def port_accepts(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bool:
-    """True when something accepts TCP connections on ``host:port``."""
     with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=timeout):
         return True
     return False
@@ -150,18 +145,14 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def python_module_command(module: str, *args: str) -> list[str]:
     """``[python, -m, module, *args]``, or ValueError if no such module can be found."""
-    try:
-        found = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        found = None
-    if found is None:
-        raise ValueError(f"no Python module {module!r} to run; worker programs live in "
-                         "helpers/workers/ and run as `python -m helpers.workers.NAME`")
-    return [sys.executable, "-m", module, *args]
+    with contextlib.suppress(ImportError, ValueError):
+        if importlib.util.find_spec(module) is not None:
+            return [sys.executable, "-m", module, *args]
+    raise ValueError(f"no Python module {module!r} to run; worker programs live in "
+                     "helpers/workers/ and run as `python -m helpers.workers.NAME`")
 
 
 # -- a network of their own: tasks no other machine can reach -------------------------------
-
 def _unshare() -> list[str]:
     """Without root, in a user namespace of one's own: a "root" with no more rights than one."""
     return ["unshare", *(["--user", "--map-root-user"] if os.geteuid() else []), "--net"]
@@ -172,8 +163,7 @@ def isolation_problem() -> str:
     """Why processes cannot get a network namespace of their own here, "" when they can.
     Tried once per process, making one and entering it (a container may allow the one and
     not the other), since a container, a kernel setting or a security policy may refuse."""
-    missing = [tool for tool in ("unshare", "nsenter") if shutil.which(tool) is None]
-    if missing:
+    if missing := [tool for tool in ("unshare", "nsenter") if shutil.which(tool) is None]:
         return f"no {' or '.join(missing)} command"
     with ProcessGroup("netns-probe") as group:
         try:
@@ -253,7 +243,6 @@ def start_network_namespace(group: ProcessGroup, inside: Iterable[int] = (),
 
 
 # -- starting processes: they die with this one ----------------------------------------------
-
 # Run as `python -I -S -c _LAUNCHER PPID CMD...`: asks the kernel to SIGKILL this process
 # when the thread that started it ends (PR_SET_PDEATHSIG = 1), exits if that parent is gone
 # already, and execs CMD (same pid, same group; the setting survives exec). A preexec_fn
@@ -271,8 +260,7 @@ def _popen(args: list[str], **kwargs: object) -> subprocess.Popen:
     """Popen from one long-lived thread: the parent-death signal follows the *thread* that
     forked, so a child started from a short-lived thread would die with that thread."""
     global _launcher
-    if sys.platform.startswith("linux"):
-        args = [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(os.getpid()), *args]
+    args = [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(os.getpid()), *args]
     if _launcher[0] != os.getpid():  # first use, or a forked child: no thread yet
         _launcher = (os.getpid(), concurrent.futures.ThreadPoolExecutor(1, "cluster-launcher"))
     future = _launcher[1].submit(subprocess.Popen, args, **kwargs)
@@ -294,14 +282,10 @@ class ManagedProcess:
     log_path: Path
     popen: subprocess.Popen = field(repr=False)
 
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
+    pid = property(lambda self: self.popen.pid)
 
-    @property
-    def reaped(self) -> bool:
-        """True once the exit status was collected: from then on the pid is not ours."""
-        return self.popen.returncode is not None
+    #: True once the exit status was collected: from then on the pid is not ours.
+    reaped = property(lambda self: self.popen.returncode is not None)
 
     @property
     def returncode(self) -> int | None:
@@ -311,9 +295,7 @@ class ManagedProcess:
         self.signal_group(signal.SIGKILL)  # what it left in its group; the id is still ours
         return self.popen.wait()
 
-    @property
-    def alive(self) -> bool:
-        return self.returncode is None
+    alive = property(lambda self: self.returncode is None)
 
     def has_exited(self) -> bool:
         """True when the process has ended, without collecting its status (waitid WNOWAIT)."""
@@ -354,7 +336,7 @@ class ManagedProcess:
         return "\n".join(self.log().splitlines()[-lines:])
 
 
-class ProcessGroup:
+class ProcessGroup(contextlib.AbstractContextManager):
     """Processes started and ended together (a context manager). Without ``log_dir`` it
     makes a folder of its own in the temporary directory (:func:`prune_log_folders`)."""
 
@@ -375,9 +357,6 @@ class ProcessGroup:
             self.log_dir = Path(tempfile.mkdtemp(
                 prefix=f"cluster-logs-{os.getpid()}-{time.time_ns()}-{name}-"))
         _LIVE_GROUPS.add(self)
-
-    def __enter__(self) -> ProcessGroup:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
@@ -490,11 +469,9 @@ def _stop_all_groups() -> None:
 def prune_log_folders(root: Path | str, keep: int = 10) -> list[Path]:
     """Remove all but the ``keep`` newest log folders that groups of ended processes made
     under ``root`` (a running notebook may still read its own); return those removed."""
-    runs = []
-    for folder in Path(root).glob("cluster-logs-*"):
-        found = re.match(r"cluster-logs-(\d+)-(\d+)-", folder.name)
-        if found and not psutil.pid_exists(int(found.group(1))):
-            runs.append((int(found.group(2)), folder))
+    runs = [(int(found[2]), folder) for folder in Path(root).glob("cluster-logs-*")
+            if (found := re.match(r"cluster-logs-(\d+)-(\d+)-", folder.name))
+            and not psutil.pid_exists(int(found[1]))]
     removed = [folder for _, folder in sorted(runs, reverse=True)[keep:]]
     for folder in removed:
         shutil.rmtree(folder, ignore_errors=True)
@@ -524,8 +501,7 @@ def describe_exit(code: int | None) -> str:
 
 
 # -- what every local cluster of the series answers, whichever framework it runs -------------
-
-class LocalCluster:
+class LocalCluster(contextlib.AbstractContextManager):
     """Tasks started as real processes on this machine and ended with the ``with`` block;
     subclasses set ``self.group`` and define :meth:`task_names`, ``table`` and ``start``."""
 
@@ -535,9 +511,6 @@ class LocalCluster:
     PROTOCOL_LINE: re.Pattern[str] | None = None
 
     group: ProcessGroup
-
-    def task_names(self) -> list[str]:
-        raise NotImplementedError
 
     def state(self, task: str) -> str:
         """``not started``, ``running``, ``exit 0 (ok)``, ``killed by SIGKILL`` ..."""
@@ -561,7 +534,6 @@ class LocalCluster:
                          for ip, port in (proc.listening() if proc else []))
 
     def logs(self) -> dict[str, str]:
-        """Everything each task printed (stdout and stderr together)."""
         return {t: self._log(t) for t in self.task_names()}
 
     def show_logs(self, tasks: Iterable[str] | None = None, last: int | None = None,
@@ -582,8 +554,7 @@ class LocalCluster:
             print(f"===== {task} [{self.state(task)}] =====")
             print("\n".join(lines) if lines else "(no output)")
 
-    def wait_for_log(self, task: str, text: str | re.Pattern[str],
-                     timeout: float = 60.0) -> float:
+    def wait_for_log(self, task: str, text: str | re.Pattern[str], timeout: float = 60.0) -> float:
         """Wait until ``task``'s log (its latest run) holds ``text`` (a string or a regex);
         return the seconds waited. RuntimeError if it exits first, TimeoutError after
         ``timeout``, both with the end of its log."""
@@ -604,9 +575,6 @@ class LocalCluster:
     def stop(self) -> float:
         """End every task (SIGTERM, then SIGKILL); return the seconds it took. Idempotent."""
         return self.group.stop()
-
-    def __enter__(self) -> LocalCluster:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()

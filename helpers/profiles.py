@@ -1,9 +1,9 @@
 """Problem sizes for the whole series, in one place, chosen from the hardware.
 
-The same notebook must finish in seconds on a 2-core CI machine and show the seeds' full-size
+The same notebook must finish in seconds on a 2-core CI machine and show the sources' full-size
 experiments (10^4 x 10^4 matrices, n = 10) on GPUs. Every size a notebook uses comes from a
 :class:`Profile`: ``ci`` (2-core CPU machines and the stored notebooks), ``laptop`` (4 or
-more cores) or ``gpu`` (the seeds' sizes, with notebook 04's matrix side shrunk in steps of
+more cores) or ``gpu`` (the sources' sizes, with notebook 04's matrix side shrunk in steps of
 1000 where 10^4 x 10^4 does not fit the smallest card). The hardware chooses, unless
 ``SERIES_PROFILE`` or a papermill ``parameters`` cell (``profile = "laptop"``) names one.
 """
@@ -40,7 +40,7 @@ class Profile:
     log_steps: int  # 03: exercise 3, matmuls logged each step
     matpow_size: int  # 04: matrix side
     matpow_n: int  # 04: power
-    image_size: int  # 05: CNN input side (the seed uses 150)
+    image_size: int  # 05: CNN input side (the multi-GPU tf.distribute tutorial uses 150)
     batch_per_replica: int  # 05-07
     train_examples: int  # 05-07: examples per epoch
     epochs: int  # 05
@@ -111,7 +111,7 @@ PROFILES: dict[str, Profile] = {
     ),
     "gpu": Profile(
         name="gpu",
-        description="one or more GPUs: the seeds' full sizes",
+        description="one or more GPUs: the sources' full sizes",
         warmup=2, repeat=10,
         copy_sizes_mb=(0.004, 0.064, 1.0, 16.0, 256.0, 1024.0),
         matmul_sizes=(16, 128, 1024, 4096),
@@ -134,8 +134,6 @@ PROFILES: dict[str, Profile] = {
 
 
 # -- Does notebook 04's matrix power fit this machine? (04 writes the program itself.)
-
-
 def device_memory_mb(size: int, chains: int = 2) -> int:
     """MiB one device needs for ``chains`` matrix-power chains of ``size x size`` float32: its
     input, the product being computed and the previous one, a copy on its way to the host,
@@ -169,10 +167,7 @@ def matpow_gpu_mb(size: int, cards: int, mxnet_on_gpu: bool) -> int:
 
 
 def fit_gpu_profile(profile: Profile, card_mb: list[int], mxnet_on_gpu: bool) -> Profile:
-    """``profile`` with ``matpow_size`` shrunk to fit the smallest of the cards (MiB each);
-    unchanged without cards (``SERIES_PROFILE=gpu`` on a machine without a driver)."""
-    if not card_mb:
-        return profile
+    """``profile`` with ``matpow_size`` shrunk to fit the smallest of the cards (MiB each)."""
     usable = min(card_mb) - reserve_mb(min(card_mb))
     size = profile.matpow_size
     while size > 1000 and matpow_gpu_mb(size, len(card_mb), mxnet_on_gpu) > usable:
@@ -187,7 +182,6 @@ def fit_gpu_profile(profile: Profile, card_mb: list[int], mxnet_on_gpu: bool) ->
 
 
 # -- A big profile's code paths on a small machine (``make run PROFILE=gpu SHRINK=16``).
-
 #: Fields that are lengths (a matrix side, an image side, a layer width): divided by sqrt(k).
 _SIDES = ("matmul_sizes", "matpow_size", "image_size", "memory_width", "pipeline_width",
           "tensor_parallel_size")
@@ -227,10 +221,7 @@ def shrink(profile: Profile, factor: int) -> Profile:
 
 
 def detect_profile_name() -> str:
-    """``gpu`` when TensorFlow sees a GPU, ``laptop`` with 4+ cores, else ``ci``."""
-    if physical_gpu_count() > 0:
-        return "gpu"
-    return "laptop" if cpu_cores() >= 4 else "ci"
+    return "gpu" if physical_gpu_count() > 0 else "laptop" if cpu_cores() >= 4 else "ci"
 
 
 #: (minimum, maximum, hint) of every int field; the other fields are non-empty tuples.
@@ -275,20 +266,16 @@ def get_profile(name: str | None = None, **overrides: Any) -> Profile:
     chosen = name or os.environ.get(ENV_VAR) or detect_profile_name()
     if chosen not in PROFILES:
         source = "argument" if name else f"${ENV_VAR}"
-        raise ValueError(
-            f"unknown profile {chosen!r} (from the {source}); choose one of "
-            f"{', '.join(PROFILES)} or unset {ENV_VAR} to choose from the hardware")
+        raise ValueError(f"unknown profile {chosen!r} (from the {source}); choose one of "
+                         f"{', '.join(PROFILES)} or unset {ENV_VAR} to choose from the hardware")
     fields = {f.name for f in dataclasses.fields(Profile)}
-    unknown = sorted(set(overrides) - fields)
-    if unknown:
+    if unknown := sorted(set(overrides) - fields):
         raise ValueError(f"unknown profile field(s) {unknown}; fields are {sorted(fields)}")
     for field, value in overrides.items():
         _check_override(field, value)
     profile = PROFILES[chosen]
-    if chosen == "gpu":
-        memory = [card.memory_mb for card in gpu_cards() if card.memory_mb]
-        if memory:
-            profile = fit_gpu_profile(profile, memory, frameworks.mxnet_route().on_gpu)
+    if chosen == "gpu" and (memory := [card.memory_mb for card in gpu_cards() if card.memory_mb]):
+        profile = fit_gpu_profile(profile, memory, frameworks.mxnet_route().on_gpu)
     factor = os.environ.get(SHRINK_VAR, "1") or "1"
     return shrink(dataclasses.replace(profile, **overrides),
                   int(factor) if factor.isdigit() else factor)  # type: ignore[arg-type]

@@ -13,25 +13,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from helpers import processes
 from helpers.exposure import check_exposure
 from helpers.machine import require_choice, require_int, require_number
 from helpers.output import Table
-from helpers.processes import (
-    LOCAL_TASKS_HINT,
-    MAX_LOCAL_TASKS,
-    LocalCluster,
-    ProcessGroup,
-    check_host,
-    describe_exit,
-    free_ports,
-    holders_note,
-    isolation_problem,
-    poll_until,
-    port_accepts,
-    port_bindable,
-    python_module_command,
-    start_network_namespace,
-)
+from helpers.processes import LOCAL_TASKS_HINT, MAX_LOCAL_TASKS, LocalCluster, ProcessGroup
 
 #: Job names a ``TF_CONFIG`` cluster may hold, in the order tasks are listed and started.
 TASK_TYPES = ("chief", "worker", "ps")
@@ -50,9 +36,9 @@ def cluster_spec(workers: int, ps: int = 0, chief: int = 0,
     if workers + chief == 0:
         raise ValueError("a cluster needs at least one worker (or a chief) to run anything; "
                          "ask for workers=1 or more")
-    check_host(host)
+    processes.check_host(host)
     counts = {"chief": chief, "worker": workers, "ps": ps}
-    ports = iter(free_ports(chief + workers + ps, host))
+    ports = iter(processes.free_ports(chief + workers + ps, host))
     return {job: [f"{host}:{next(ports)}" for _ in range(n)] for job, n in counts.items() if n}
 
 
@@ -80,10 +66,8 @@ def tf_config(cluster: dict[str, list[str]], task_type: str, task_index: int) ->
 def gpu_task_env(gpus: int, chief: int = 0) -> TaskEnv:
     """A ``task_env`` giving the chief (if ``chief=1``), then worker 0, 1, ... the GPUs in
     turn (shared when fewer), growing their memory as needed; parameter servers get none.
-
     Several TensorFlow processes would otherwise all claim every GPU. An inherited
-    ``CUDA_VISIBLE_DEVICES`` (the user's, SLURM's) limits the GPUs handed out.
-    """
+    ``CUDA_VISIBLE_DEVICES`` (the user's, SLURM's) limits the GPUs handed out."""
     require_int("gpus (the GPUs to hand out; physical_gpu_count() counts them)", gpus, 0)
     require_int("chief (1 when the cluster has a chief that gets a GPU)", chief, 0, 1)
     inherited = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -121,12 +105,11 @@ class LocalTFCluster(LocalCluster):
 
     def __init__(self, module: str, workers: int, ps: int = 0, chief: int = 0, *,
                  task_args: TaskArgs | None = None, env: dict[str, str] | None = None,
-                 task_env: TaskEnv | None = None,
-                 log_dir: str | Path | None = None, ready_timeout: float = 60.0,
-                 host: str = "127.0.0.1", set_tf_config: bool = True,
+                 task_env: TaskEnv | None = None, log_dir: str | Path | None = None,
+                 ready_timeout: float = 60.0, host: str = "127.0.0.1", set_tf_config: bool = True,
                  allow_external: bool = False, isolate: bool | None = None,
                  this_process: str | None = None) -> None:
-        self.command = python_module_command(module)
+        self.command = processes.python_module_command(module)
         self.ready_timeout = require_number("ready_timeout (seconds)", ready_timeout, above=0)
         self.allow_external = require_choice("allow_external", allow_external, (False, True))
         self.isolate = require_choice("isolate", isolate, (None, False, True))
@@ -156,7 +139,6 @@ class LocalTFCluster(LocalCluster):
         return job, int(index)
 
     def address(self, task: str) -> str:
-        """``host:port`` of one task."""
         job, index = self._job_index(task)
         return self.cluster[job][index]
 
@@ -164,7 +146,6 @@ class LocalTFCluster(LocalCluster):
         return int(self.address(task).rsplit(":", 1)[1])
 
     def tf_config(self, task: str) -> str:
-        """The ``TF_CONFIG`` this cluster gives ``task``."""
         return tf_config(self.cluster, *self._job_index(task))
 
     def command_of(self, task: str) -> list[str]:
@@ -214,7 +195,7 @@ class LocalTFCluster(LocalCluster):
         holder = self.netns.processes.get("netns")
         joining = holder is not None and holder.alive
         if not (self.alive() or joining):  # else: join the tasks running, or their namespace
-            problem = "isolate=False" if self.isolate is False else isolation_problem()
+            problem = "isolate=False" if self.isolate is False else processes.isolation_problem()
             if problem and self.isolate:
                 raise RuntimeError(f"isolate=True, but the tasks cannot get a network "
                                    f"namespace of their own here: {problem}; pass "
@@ -227,14 +208,15 @@ class LocalTFCluster(LocalCluster):
                                "so no task can join the others; stop() the cluster and start it")
         self.group.claim_ports([self.port(t) for t in self.task_names()], "this LocalTFCluster")
         relayed = self._own_tasks() if self.this_process and not joining else []
+        # Isolated, the tasks' own ports are in their namespace: only the relays' count here.
         if taken := [f"{t} {self.address(t)}" for t in (relayed if self.isolated else chosen)
-                     if not port_bindable(self.port(t), self.host)]:  # none in a namespace
+                     if not processes.port_bindable(self.port(t), self.host)]:
             raise ValueError(f"port(s) already in use: {', '.join(taken)}; end the process "
                              "holding them or build a new LocalTFCluster (it picks free ports)")
         began = time.monotonic()
         try:
             if self.isolated and not joining:  # its relays reach this_process, and it them
-                self._enter = start_network_namespace(
+                self._enter = processes.start_network_namespace(
                     self.netns, [self.port(t) for t in relayed],
                     [self.port(self.this_process)] if relayed else [])
             for task in chosen:
@@ -246,8 +228,7 @@ class LocalTFCluster(LocalCluster):
         return time.monotonic() - began
 
     def _launch(self, task: str) -> None:
-        old = self.group.processes.get(task)
-        if old is not None:  # the log file is reused: keep what the last run wrote
+        if (old := self.group.processes.get(task)) is not None:  # the log file is reused: save it
             self._earlier_logs.setdefault(task, []).append(old.log())
         env = self._task_env(task)
         if self.set_tf_config:
@@ -268,7 +249,7 @@ class LocalTFCluster(LocalCluster):
                 elif not proc.alive:
                     raise RuntimeError(
                         f"{task} ({' '.join(self.command_of(task)[1:])}) "
-                        f"{describe_exit(proc.returncode)} "
+                        f"{processes.describe_exit(proc.returncode)} "
                         f"before its server listened on {self.address(task)}"
                         f"{self._squatter_note(task)}; end of its log:\n{proc.log_tail()}")
             return None if pending else True
@@ -280,7 +261,7 @@ class LocalTFCluster(LocalCluster):
             return (f"{', '.join(pending)} not listening after {self.ready_timeout:g} s "
                     f"(ready_timeout){notes}; end of their logs:\n{tails}")
 
-        poll_until(check, began + self.ready_timeout - time.monotonic(), late)
+        processes.poll_until(check, began + self.ready_timeout - time.monotonic(), late)
 
     def _own_tasks(self) -> list[str]:
         return [t for t in self.task_names() if t != self.this_process]
@@ -295,10 +276,10 @@ class LocalTFCluster(LocalCluster):
     def _squatter_note(self, task: str) -> str:
         """``; its port P is held by another process (...)`` when a stranger answers on it."""
         port = self.port(task)
-        if self.isolated or not port_accepts(port, self.host):
+        if self.isolated or not processes.port_accepts(port, self.host):
             return ""
         return (f"; its port {port} is held by another process"
-                f"{holders_note(port)}, which answered in its place: "
+                f"{processes.holders_note(port)}, which answered in its place: "
                 "end that process, or build a new LocalTFCluster (it picks free ports)")
 
     def wait(self, tasks: list[str] | None = None, timeout: float = 120.0) -> dict[str, int]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from helpers.frameworks import import_tensorflow
 from helpers.placement import capture_fds
 
 #: Op types that exchange data between replicas: the all-reduce of tf.distribute's
@@ -66,8 +67,6 @@ def profile_call(fn: Callable[[], Any], devices: Mapping[str, str]) -> list[Span
     """Run ``fn()`` once under TensorFlow's profiler and return its ops as spans: one session
     per call (about 5 ms on a CPU), so a trace holds one step; ``fn`` must wait for its result
     (``.numpy()``), or the step's last ops would run after the session stopped."""
-    from helpers.frameworks import import_tensorflow  # noqa: PLC0415
-
     tf = import_tensorflow(keras=False)
     with tempfile.TemporaryDirectory() as logdir:
         with capture_fds((2,)):  # the profiler logs each start and stop, with the temp path
@@ -92,11 +91,10 @@ def host_spans(xspace: bytes, devices: Mapping[str, str]) -> list[Span]:
         for line in plane.lines:
             for event in line.events:
                 name, _, op_type = plane.event_metadata[event.metadata_id].name.rpartition(":")
-                if name not in devices:
-                    continue
-                start = (line.timestamp_ns * 1000 + event.offset_ps) * 1e-12
-                spans.append(Span(name, op_type, devices[name], line.name, start,
-                                  start + event.duration_ps * 1e-12))
+                if name in devices:
+                    start = (line.timestamp_ns * 1000 + event.offset_ps) * 1e-12
+                    spans.append(Span(name, op_type, devices[name], line.name, start,
+                                      start + event.duration_ps * 1e-12))
     return sorted(spans, key=lambda s: s.start)
 
 

@@ -105,11 +105,9 @@ def make_optimizer(learning_rate: float = 0.01) -> Any:
 def make_dataset(x: np.ndarray, y: np.ndarray, batch: int, seed: int | None = 0,
                  start_step: int = 0) -> Any:
     """Shuffled, repeated batches of ``batch`` examples, starting at batch ``start_step``.
-
     ``batch`` is the *global* batch under MultiWorkerMirroredStrategy and one worker's batch
     under ParameterServerStrategy. Sharding is by data (no input files needed); ``seed=None``
-    shuffles differently in every process, as long as no global seed is set.
-    """
+    shuffles differently in every process, as long as no global seed is set."""
     tf = import_tensorflow()
     dataset = (tf.data.Dataset.from_tensor_slices((x, y))
                .shuffle(len(x), seed=seed, reshuffle_each_iteration=True).repeat()
@@ -151,9 +149,9 @@ def make_step_fn(model: Any, optimizer: Any, global_batch: int,
 
     def step_fn(x: Any, y: Any) -> Any:
         version_read = counter.read_value()
-        with tf.control_dependencies([version_read]):  # weights are read after the counter
-            x = tf.identity(x)
-        with tf.GradientTape() as tape:
+        # Ops on different variables keep no order of their own (auto_control_deps.py): the
+        # forward pass's weight reads wait for the counter read only inside this block.
+        with tf.control_dependencies([version_read]), tf.GradientTape() as tape:
             logits = model(x, training=True)
             loss = tf.nn.compute_average_loss(loss_fn(y, logits), global_batch_size=global_batch)
         grads = tape.gradient(loss, variables)
@@ -171,11 +169,9 @@ def make_step_fn(model: Any, optimizer: Any, global_batch: int,
 def make_train_step(strategy: Any, model: Any, optimizer: Any, global_batch: int,
                     counter: Any) -> Callable[[Any], Any]:
     """One distributed training step as a ``tf.function`` taking a (distributed) iterator.
-
     ``strategy.run`` runs the step on every replica with its part of the batch;
     ``strategy.reduce(SUM)`` adds the replicas' losses (each already divided by the
-    global batch) into the loss of the whole batch. Returns ``(loss, staleness)``.
-    """
+    global batch) into the loss of the whole batch. Returns ``(loss, staleness)``."""
     tf = import_tensorflow()
     step_fn = make_step_fn(model, optimizer, global_batch, counter)
 

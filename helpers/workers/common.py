@@ -33,12 +33,10 @@ TIMING_DONE = "timing done"
 
 
 def report(**values: Any) -> None:
-    """Print one ``RESULT {json}`` line for the notebook."""
     print(RESULT_PREFIX + json.dumps(values, sort_keys=True), flush=True)
 
 
 def parse_results(text: str) -> list[dict[str, Any]]:
-    """Every ``RESULT {json}`` line in ``text``, in order."""
     return [json.loads(line[len(RESULT_PREFIX):]) for line in text.splitlines()
             if line.startswith(RESULT_PREFIX)]
 
@@ -53,7 +51,6 @@ _ADDRESS = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[^:\s\[\]]+):(\d{1,5})$")
 
 
 def cluster_resolver(kind: str = "tf_config") -> Any:
-    """TensorFlow's cluster resolver of ``kind`` (one of :data:`RESOLVERS`)."""
     resolvers = import_tensorflow().distribute.cluster_resolver
     return {"slurm": resolvers.SlurmClusterResolver,
             "kubernetes": resolvers.KubernetesClusterResolver}.get(
@@ -88,8 +85,7 @@ def read_tf_config(text: str | None) -> dict[str, Any]:
             raise ValueError(f"TF_CONFIG's job {job!r} must be a non-empty list of "
                              f"'host:port' strings, not {addresses!r}")
     everything = [a for addresses in cluster.values() for a in addresses]
-    twice = sorted({a for a in everything if everything.count(a) > 1})
-    if twice:
+    if twice := sorted({a for a in everything if everything.count(a) > 1}):
         raise ValueError(f"TF_CONFIG lists {', '.join(twice)} for two tasks; every task needs "
                          "an address of its own (the tasks would wait for each other)")
     task = config.get("task")
@@ -122,8 +118,7 @@ def resolver_problem(kind: str) -> str | None:
             read_tf_config(env.get("TF_CONFIG"))
         except ValueError as error:
             return str(error)
-    if kind == "slurm" and not all(env.get(v) for v in SLURM_VARIABLES):
-        missing = ", ".join(v for v in SLURM_VARIABLES if not env.get(v))
+    if kind == "slurm" and (missing := ", ".join(v for v in SLURM_VARIABLES if not env.get(v))):
         return (f"--resolver slurm needs SLURM's job variables ({missing} not set): run the "
                 "program with srun inside a SLURM allocation, or use --resolver tf_config "
                 "with TF_CONFIG")
@@ -189,10 +184,8 @@ def check_flags(parser: argparse.ArgumentParser, args: argparse.Namespace,
                 numbers: Mapping[str, Mapping[str, float]] | None = None,
                 problem: str | None = None) -> None:
     """``parser.error`` for the first flag out of range, then for ``problem`` (the launch's).
-
     ``ints``: destination -> ``(minimum, maximum or None)``; ``numbers``: destination ->
-    :func:`~helpers.machine.require_number`'s bounds; list flags element by element.
-    """
+    :func:`~helpers.machine.require_number`'s bounds; list flags element by element."""
     ints, numbers = ints or {}, numbers or {}
     try:
         for dest, bounds in {**ints, **numbers}.items():

@@ -148,8 +148,7 @@ def try_fit(tf: Any, strategy: Any, x: Any, y: Any, global_batch: int, say: Any)
         model.compile(optimizer="adam",
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(action="ignore"):
             model.fit(training.make_dataset(x, y, global_batch), steps_per_epoch=1, verbose=0)
     except Exception as error:  # the failure is what we report
         text = re.sub(r"PerReplica:\{.*?\}\)", "PerReplica:{...})", " ".join(str(error).split()))

@@ -16,16 +16,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from helpers.frameworks import import_mxnet
+from helpers.workers import mx_worker
 from helpers.workers.common import check_flags
-from helpers.workers.mx_worker import (
-    DIST_KINDS,
-    connect,
-    dmlc_env_problem,
-    message_key,
-    report,
-    say,
-    time_push_pull,
-)
+from helpers.workers.mx_worker import message_key, report, say, time_push_pull
 
 KEY_PREFIX = "message"
 
@@ -33,7 +26,7 @@ KEY_PREFIX = "message"
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     mx = import_mxnet()
-    (time_groups if args.groups else sum_pushes)(mx, connect(args.kvstore), args)
+    (time_groups if args.groups else sum_pushes)(mx, mx_worker.connect(args.kvstore), args)
 
 
 def sum_pushes(mx: Any, kv: Any, args: argparse.Namespace) -> None:
@@ -111,7 +104,7 @@ def parse_args(argv: list[str] | None = None,
                environ: Mapping[str, str] | None = None) -> argparse.Namespace:
     """The flags and the ``DMLC_*`` environment, checked before MXNet is imported."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kvstore", default="dist_sync", choices=DIST_KINDS)
+    parser.add_argument("--kvstore", default="dist_sync", choices=mx_worker.DIST_KINDS)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--groups", type=int, nargs="*", default=[], help="group sizes to time")
     parser.add_argument("--sizes-kb", type=int, nargs="*", default=[], help="message sizes (KiB)")
@@ -122,8 +115,8 @@ def parse_args(argv: list[str] | None = None,
     args = parser.parse_args(argv)
     check_flags(parser, args, ints={"rounds": (1, 10_000), "sizes_kb": (1, 1 << 20),
                                     "groups": (1, 64), "repeat": (1, 10_000),
-                                    "warmup": (0, 10_000)},
-                numbers={"start_timeout": {"above": 0}}, problem=dmlc_env_problem(environ))
+                                    "warmup": (0, 10_000)}, numbers={"start_timeout": {"above": 0}},
+                problem=mx_worker.dmlc_env_problem(environ))
     workers = int((os.environ if environ is None else environ)["DMLC_NUM_WORKER"])
     if bool(args.groups) != bool(args.sizes_kb) or max(args.groups, default=0) > workers:
         parser.error(f"--groups (at most the cluster's {workers} workers) and --sizes-kb "

@@ -9,7 +9,6 @@ measurements notebooks 09 and 10 read (``--help``).
 """
 
 import argparse
-import hashlib
 import os
 import statistics
 import time
@@ -20,7 +19,7 @@ import numpy as np
 
 from helpers.frameworks import import_mxnet
 from helpers.measure import benchmark
-from helpers.training import load_digits
+from helpers.training import load_digits, weights_checksum
 from helpers.workers.common import check_flags
 from helpers.workers.mx_worker import connect, dmlc_env_problem, report, say, time_push_pull
 
@@ -134,16 +133,12 @@ def time_compute_samples(mx: Any, net: Any, loss_fn: Any, x: Any, y: Any, batche
 
 
 def flat_weights(params: list[Any], ctx: Any) -> Any:
-    """Every parameter's values on ``ctx``, flattened into one float32 vector, in order."""
     return np.concatenate([p.data(ctx).asnumpy().ravel() for p in params])
 
 
 def digest(arrays: Iterable[Any]) -> str:
-    """A short hash of arrays' exact bytes: equal digests mean bit-identical weights."""
-    sha = hashlib.sha256()
-    for array in arrays:
-        sha.update(array.asnumpy().tobytes() if hasattr(array, "asnumpy") else bytes(array))
-    return sha.hexdigest()[:16]
+    """:func:`~helpers.training.weights_checksum` of MXNet (or NumPy) arrays."""
+    return weights_checksum([a.asnumpy() if hasattr(a, "asnumpy") else a for a in arrays])
 
 
 def parse_args(argv: list[str] | None = None,
@@ -175,8 +170,7 @@ def parse_args(argv: list[str] | None = None,
         numbers={"lr": {"above": 0}, "slow_ms": {"minimum": 0}}, problem=dmlc_env_problem(env))
     if args.steps <= args.warmup_steps:
         parser.error("--steps must be larger than --warmup-steps")
-    workers = int(env["DMLC_NUM_WORKER"])
-    if args.global_batch < workers:
+    if args.global_batch < (workers := int(env["DMLC_NUM_WORKER"])):
         parser.error(f"--global-batch {args.global_batch} is smaller than the number of workers "
                      f"({workers}): every worker needs at least one example per step")
     return args

@@ -50,7 +50,6 @@ def say(kv: Any, message: str) -> None:
 
 
 def report(kv: Any, **values: Any) -> None:
-    """One ``RESULT`` line for the launcher to collect, with this worker's rank."""
     common.report(rank=kv.rank, num_workers=kv.num_workers, **values)
 
 
@@ -105,13 +104,11 @@ def dmlc_env_problem(environ: Mapping[str, str] | None = None,
     does not check the ``DMLC_*`` variables (a missing port segfaults a scheduler, a count
     ``abc`` reads as 0 and the processes wait for each other forever)."""
     env = os.environ if environ is None else environ
-    missing = [name for name in REQUIRED_ENV if not env.get(name)]
-    if missing:
+    if missing := [name for name in REQUIRED_ENV if not env.get(name)]:
         return (f"{', '.join(missing)} not set: this program is a process of an MXNet "
                 "cluster; start it with helpers.mx_cluster.LocalMXCluster, or set the "
                 "variables printed by helpers.mx_cluster.shell_commands()")
-    role = env["DMLC_ROLE"]
-    if role not in roles:
+    if (role := env["DMLC_ROLE"]) not in roles:
         servers = "servers and the scheduler run python -m helpers.workers.mx_worker"
         other = {"scheduler": servers, "server": servers, "worker": "workers run a worker "
                  "program such as helpers.workers.mx_pushpull"}.get(
@@ -141,8 +138,7 @@ def main(argv: list[str] | None = None) -> str:
     every worker has finished, then exits the process from inside ``import mxnet``."""
     parser = argparse.ArgumentParser(description="A ps-lite scheduler or server (DMLC_ROLE).")
     parser.parse_args(argv)
-    problem = dmlc_env_problem(roles=("scheduler", "server"))
-    if problem:
+    if problem := dmlc_env_problem(roles=("scheduler", "server")):
         parser.error(problem)
     import_mxnet()  # a scheduler or server never returns from this call
     return "returned from `import mxnet`: DMLC_ROLE is not 'scheduler' or 'server'"

@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any, NoReturn
 
-from helpers.costs import layer_costs, training_flops_per_example
+from helpers.costs import layer_costs
 from helpers.frameworks import import_tensorflow
 from helpers.training import build_model, training_arrays
 from helpers.workers import common
@@ -166,13 +166,11 @@ def time_steps(tf: Any, strategy: Any, args: argparse.Namespace) -> None:
         return local(strategy.run(replica, args=(xs, ys)))
 
     def side_by_side(**calls: tuple[Any, ...]) -> dict[str, float]:  # medians, timed in turns
-        samples = in_turns(args, calls, args.repeat)
-        return {name: statistics.median(times) for name, times in samples.items()}
+        return {n: statistics.median(t) for n, t in in_turns(args, calls, args.repeat).items()}
 
     costs = layer_costs(model)
     report(rank=rank, kind="model", workers=workers, params=int(grad_bytes // 4), data=source,
            grad_bytes=int(grad_bytes), tensors=len(variables), input_shape=list(x_all.shape[1:]),
-           flops_per_example=training_flops_per_example(costs),
            activations_per_example=sum(c.outputs for c in costs))
     one = all_reduce_one(tf, strategy)
     for kb in args.sizes_kb:

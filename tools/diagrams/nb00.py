@@ -34,9 +34,11 @@ def environment_check(fig):
 
 @diagram("profiles", "00", alt=(
     "How the series picks its problem sizes. If TensorFlow sees a GPU, the gpu profile: the "
-    "sources' full sizes. Otherwise, with four or more CPU cores, the laptop profile: larger "
-    "sizes. Otherwise the ci profile: small sizes, the whole series in minutes. The "
-    "SERIES_PROFILE variable or the profile parameter overrides the choice."), size=(8.5, 3.2))
+    "full sizes of First Contact with TensorFlow (10,000 x 10,000 matrices) and of the "
+    "multi-GPU tf.distribute tutorial (150-pixel images). Otherwise, with four or more CPU "
+    "cores, the laptop profile: larger sizes. Otherwise the ci profile: small sizes, the whole "
+    "series in minutes. The SERIES_PROFILE variable or the profile parameter overrides the "
+    "choice."), size=(8.5, 3.2))
 def profiles(fig):
     ax = canvas(fig, 10.0, 3.8)
     box(ax, 0.1, 2.75, 1.7, 0.7, "this\nmachine", role="host", size=9)
@@ -44,7 +46,7 @@ def profiles(fig):
     box(ax, 2.4, 1.35, 2.2, 0.7, "4 or more\nCPU cores?", role="white", size=9)
     arrow(ax, (1.8, 3.1), (2.4, 3.1))
     arrow(ax, (3.5, 2.75), (3.5, 2.05), "no", offset=(0.25, -0.1))
-    outcomes = (("gpu", 3.1, "yes", "the sources' full sizes"),
+    outcomes = (("gpu", 3.1, "yes", "First Contact's and the tutorial's sizes"),
                 ("laptop", 1.7, "yes", "larger sizes, still minutes"),
                 ("ci", 0.45, "no", "small sizes: the whole series in minutes"))
     for name, y, answer, what in outcomes:

@@ -62,20 +62,20 @@ def engine_queue(fig):
 
 
 @diagram("fetch-every-step", "03", alt=(
-    "Two timelines of three training steps, each step a product on the engine and a pause in "
-    "Python. Above, the losses stay on the device: Python queues a product and goes on to its "
-    "pause while the engine computes, so the two overlap. Below, asnumpy() in every step: "
-    "Python waits for each product before its pause, so the two take turns and the same "
-    "steps end later."), size=(8.5, 3.6))
+    "Two timelines of three training steps, each step a product and its mean (the loss) on "
+    "the engine and a pause in Python. Above, the losses stay on the device: Python queues a "
+    "step's work and goes on to its pause while the engine computes, so the two overlap. "
+    "Below, asnumpy() in every step: Python waits for each step's work before its pause, so "
+    "the two take turns and the same steps end later."), size=(8.5, 3.6))
 def fetch_every_step(fig):
     ax = canvas(fig, 11.0, 4.3)
     label(ax, 0.1, 4.05, "losses kept on the device", bold=True, ha="left")
     lane(ax, 3.2, "Python", [(1.0 * k * 2, 2.0, "pause", "host") for k in range(3)])
-    lane(ax, 2.5, "engine", [(1.0 * k * 2, 1.0, "product", "device") for k in range(3)])
+    lane(ax, 2.5, "engine", [(1.0 * k * 2, 1.0, "dot, mean", "device") for k in range(3)])
     label(ax, 0.1, 1.85, "asnumpy() every step", bold=True, ha="left")
     lane(ax, 1.0, "Python", [(3.0 * k, 1.0, "wait", "idle") for k in range(3)]
          + [(3.0 * k + 1.0, 2.0, "pause", "host") for k in range(3)])
-    lane(ax, 0.3, "engine", [(3.0 * k, 1.0, "product", "device") for k in range(3)])
+    lane(ax, 0.3, "engine", [(3.0 * k, 1.0, "dot, mean", "device") for k in range(3)])
     mark(ax, 7.5, 2.4, 3.75, "done")
     ax.plot([10.5, 10.5], [0.2, 1.6], linestyle="--", color=COLOURS["muted"], linewidth=1)
     label(ax, 10.5, 1.78, "done", size=8.5, muted=True)

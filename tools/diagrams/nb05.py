@@ -6,14 +6,16 @@ from tools.diagrams.draw import arrow, box, canvas, label
 
 @diagram("mirrored-step", "05", alt=(
     "One synchronous training step of MirroredStrategy over three devices. The global batch is "
-    "split into three slices; replica i on device i computes the gradient g_i of its slice with "
-    "its own copy of the weights W. An all-reduce sums g_0 + g_1 + g_2 and hands the sum to every "
-    "replica, and each replica applies the same update to its copy of W, so the copies stay "
+    "split into three slices; replica i on device i computes, with its own copy of the weights W, "
+    "the gradient g_i of its slice's loss divided by the global batch. An all-reduce sums "
+    "g_0 + g_1 + g_2, the gradient of the mean loss over the global batch, and hands the sum to "
+    "every replica; each replica applies the same update to its copy of W, so the copies stay "
     "equal."), size=(8.5, 3.6))
 def mirrored_step(fig):
     ax = canvas(fig, 10.0, 4.2)
     for x, text in ((1.05, "global batch,\nsplit in slices"),
-                    (3.45, "replicas: forward\nand backward"), (5.45, "gradients"),
+                    (3.45, "replicas: forward\nand backward"),
+                    (5.45, "gradients of\nloss ÷ global\nbatch"),
                     (7.15, "all-reduce"), (9.07, "the same\nupdate")):
         label(ax, x, 3.85, text, size=9, muted=True)
     for row in range(3):
@@ -27,7 +29,7 @@ def mirrored_step(fig):
         arrow(ax, (8.0, y + 0.37), (8.3, y + 0.37))
         box(ax, 8.3, y, 1.55, 0.75, "W ← W − update(g)", size=8.5)
     box(ax, 6.3, 0.55, 1.7, 2.85,
-        "sum the\ngradients:\ng = g0 + g1 + g2,\nthen give g to\nevery replica", role="host",
-        size=8.5)
+        "sum the\ngradients:\ng = g0 + g1 + g2,\nthe gradient of\nthe mean loss;\ngive g to\n"
+        "every replica", role="host", size=8.5)
     label(ax, 5.0, 0.22, "every replica applies the same g to the same W: the copies never drift "
           "apart", size=9, muted=True)

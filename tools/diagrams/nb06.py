@@ -8,8 +8,9 @@ from tools.diagrams.draw import COLOURS, arrow, box, canvas, label
     "Two worker processes run the same program, mwms_train. Each reads a TF_CONFIG whose cluster "
     "part, the list of every worker's host and port, is the same in both, and whose task part says "
     "worker 0 or worker 1. Each holds a full copy of the model and trains on its slice of every "
-    "batch; a collective all-reduce between them sums the gradients after every step. Worker 0, "
-    "the chief, writes the checkpoints into a folder every worker can read."), size=(8.5, 4.0))
+    "batch; a collective all-reduce between them sums the gradients after every step. The "
+    "checkpoints kept are those of worker 0, the chief, in a folder every worker can read; after "
+    "a restart both workers restore from it."), size=(8.5, 4.0))
 def mwms_cluster(fig):
     ax = canvas(fig, 10.0, 4.7)
     for x0, index in ((0.2, 0), (5.8, 1)):
@@ -27,23 +28,24 @@ def mwms_cluster(fig):
     arrow(ax, (4.2, 2.17), (5.8, 2.17), both=True)
     label(ax, 5.0, 2.65, "all-reduce of\nthe gradients,\nevery step", size=8.5)
     label(ax, 5.0, 1.65, "RING (gRPC) or\nNCCL (GPUs)", size=8, muted=True)
-    box(ax, 0.2, 0.2, 4.0, 0.8, "checkpoint folder (shared):\nckpt-15, ckpt-30, ...", role="data",
+    box(ax, 3.0, 0.2, 4.0, 0.8, "checkpoint folder (shared):\nckpt-15, ckpt-30, ...", role="data",
         size=9)
-    arrow(ax, (2.2, 1.55), (2.2, 1.0), text="", colour="accent")
-    label(ax, 2.45, 1.27, "the chief saves", size=8.5, ha="left")
-    arrow(ax, (7.8, 1.55), (4.2, 0.6), colour="muted", curve=-0.15)
-    label(ax, 7.1, 0.55, "every worker restores\nfrom it after a restart", size=8.5, muted=True)
+    arrow(ax, (1.2, 1.55), (2.95, 0.75), colour="accent")
+    label(ax, 1.05, 0.95, "the chief's\ncopy is kept", size=8.5)
+    for x0, x1 in ((4.0, 3.0), (6.0, 7.0)):  # every worker, the chief too, restores from it
+        arrow(ax, (x0, 1.05), (x1, 1.5), colour="muted")
+    label(ax, 8.65, 0.6, "every worker\nrestores from it\nafter a restart", size=8.5, muted=True)
 
 
 @diagram("mwms-resume", "06", alt=(
     "A timeline of steps. In the first run both workers train from step 0; the chief saves a "
-    "checkpoint at step c; worker 1 is killed just after it, and worker 0 stops at its next "
-    "all-reduce, a step or two later. The whole cluster is restarted: every worker restores "
+    "checkpoint at step c; worker 1 is killed some steps after it, and worker 0 stops at its "
+    "next all-reduce. The whole cluster is restarted: every worker restores "
     "checkpoint c, computes again the steps between c and the crash, with the same losses as "
     "before, and trains on to the last step, where the chief saves again."), size=(8.5, 3.2))
 def mwms_resume(fig):
     ax = canvas(fig, 10.0, 3.8)
-    left, right, c, k, stop = 1.9, 9.4, 4.7, 5.6, 6.5
+    left, right, c, k, stop = 1.9, 9.4, 4.7, 5.9, 6.6
 
     def mark(x, y, text, height):
         ax.plot([x, x], [y - 0.3, y + 0.3 + height], color=COLOURS["ink"], lw=1.4)

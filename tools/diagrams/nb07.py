@@ -9,8 +9,9 @@ from tools.diagrams.draw import arrow, box, canvas, label
     "This notebook's kernel, the coordinator (chief-0), holds a queue of scheduled steps and "
     "hands each to whichever of worker-0 and worker-1 is free; a result comes back as a "
     "RemoteValue. The workers read the weights from two parameter servers and send their "
-    "updates back to them. The variables were placed in turn: the first, third and fifth "
-    "on ps-0, the second, fourth and sixth on ps-1."), size=(8.5, 3.6))
+    "updates back to them. The variables were placed in turn, the first, third and fifth "
+    "on ps-0, the second, fourth and sixth on ps-1, and each of Adam's slots beside its "
+    "weight."), size=(8.5, 3.6))
 def pss_cluster(fig):
     ax = canvas(fig, 10.0, 4.2)
     box(ax, 0.1, 1.3, 2.5, 1.6, "", role="host")
@@ -24,15 +25,15 @@ def pss_cluster(fig):
         arrow(ax, (2.65, 2.1), (4.05, y + 0.4), both=True)
         box(ax, 7.6, y, 2.3, 0.8, "", role="server")
         label(ax, 8.75, y + 0.55, f"ps-{i}", bold=True)
-        label(ax, 8.75, y + 0.22, ("variables 1, 3, 5 ...", "variables 2, 4, 6 ...")[i],
-              size=8)
+        label(ax, 8.75, y + 0.22, ("variables 1, 3, 5 ...", "variables 2, 4, 6 ...")[i]
+              + " + slots", size=8)
     label(ax, 3.05, 3.3, "schedule(step)", size=9)
     label(ax, 3.4, 0.95, "RemoteValue", size=9)
     for wy in (3.15, 1.15):
         for py in (3.15, 1.15):
             arrow(ax, (5.85, wy), (7.55, py), both=True, colour="muted")
     label(ax, 6.7, 3.95, "read weights, send updates", size=9)
-    label(ax, 8.75, 0.35, "variables placed in turn", size=9, muted=True)
+    label(ax, 8.75, 0.33, "placed in turn, each Adam\nslot beside its weight", size=8.5, muted=True)
     label(ax, 4.95, 0.35, "no worker waits for another", size=9, muted=True)
 
 
@@ -56,10 +57,12 @@ def pss_failures(fig):
     label(ax, 2.4, 0.65, "a step may run twice", size=9, muted=True)
     ax.plot([5.0, 5.0], [0.2, 4.1], color="#999999", linewidth=1)
     label(ax, 7.5, 4.0, "a parameter server dies", bold=True)
-    box(ax, 5.3, 2.9, 1.5, 0.6, "ps-0", role="server", size=9)
-    box(ax, 5.3, 2.0, 1.5, 0.6, "ps-1  ✗", role="idle", size=9, dashed=True)
-    box(ax, 5.3, 0.4, 1.5, 0.8, "checkpoint\n(files)", role="host", size=9)
-    arrow(ax, (6.05, 1.25), (6.05, 1.95), "3. restore all", offset=(0.7, -0.15), size=9)
+    box(ax, 5.6, 2.9, 1.3, 0.6, "ps-0", role="server", size=9)
+    box(ax, 5.6, 2.0, 1.3, 0.6, "ps-1  ✗", role="idle", size=9, dashed=True)
+    box(ax, 5.6, 0.4, 1.3, 0.8, "checkpoint\n(files)", role="host", size=9)
+    arrow(ax, (6.45, 1.25), (6.45, 1.95))  # to ps-1, and round its left side to ps-0
+    arrow(ax, (5.75, 1.25), (5.75, 2.85), curve=-0.4)
+    label(ax, 7.1, 1.5, "3. restore all, on both", size=9, ha="left")
     for k, text in enumerate(("join() raises UnavailableError",
                               "1. restart ps-1: a new, empty process",
                               "2. a new strategy and coordinator")):

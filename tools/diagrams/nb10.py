@@ -29,7 +29,7 @@ def amdahl(fig):
     end = 1.4 + serial + parallel / 4
     ax.plot([end, end], [0.55, 2.5], color=COLOURS["accent"], linestyle="--", linewidth=1.2)
     label(ax, end + 0.15, 1.25, "the step ends when the last piece does:\n"
-          "time = (1 − p) + p / N   →   speed-up ≤ 1 / (1 − p)", ha="left", size=9.5)
+          "time = (1 − p) + p / n   →   speed-up ≤ 1 / (1 − p)", ha="left", size=9.5)
     arrow(ax, (1.4, 0.25), (9.6, 0.25), colour="muted")
     label(ax, 9.6, 0.45, "time", ha="right", muted=True, size=9)
 

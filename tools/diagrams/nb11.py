@@ -47,14 +47,29 @@ def _ring_states(n):
     return states
 
 
+def _chunk(ax, x, y, w, h, held, n, changed):
+    """One chunk as notebook 11's figure draws it: darker the more devices it sums, its
+    devices as digits (``all`` once complete), a red outline when the step changed it."""
+    from matplotlib import colormaps  # noqa: PLC0415
+    from matplotlib.patches import Rectangle  # noqa: PLC0415
+
+    ax.add_patch(Rectangle((x, y), w, h, facecolor=colormaps["Blues"](0.15 + 0.8 * len(held) / n),
+                           edgecolor="red" if changed else "grey", linewidth=2 if changed else 0.6))
+    ax.text(x + w / 2, y + h / 2, "all" if len(held) == n else "".join(map(str, sorted(held))),
+            ha="center", va="center", fontsize=8.5,
+            color="white" if len(held) > n / 2 else COLOURS["ink"])
+
+
 @diagram("ring-steps", "11", alt=(
     "The ring all-reduce of three devices, each holding its gradient cut into three chunks, "
-    "drawn as five rows: the start, two reduce-scatter steps and two all-gather steps. In "
-    "every step each device passes one chunk to the next device round the ring. During "
-    "reduce-scatter the receiver adds it to its own copy, so a chunk gathers one more "
-    "device's values per hop; after two steps each device holds one complete chunk (all). "
-    "During all-gather the complete chunks travel on, replacing the partial ones, until every "
-    "device holds every chunk complete."), size=(8.5, 5.0))
+    "drawn as five rows: the start, two reduce-scatter steps and two all-gather steps. Each "
+    "chunk is labelled with the devices whose values it sums, shaded darker the more it "
+    "holds, and outlined in red when the step changed it. In every step each device passes "
+    "one chunk to the next device round the ring. During reduce-scatter the receiver adds it "
+    "to its own copy, so a chunk gathers one more device's values per hop; after two steps "
+    "each device holds one complete chunk (all). During all-gather the complete chunks travel "
+    "on, replacing the partial ones, until every device holds every chunk complete."),
+    size=(8.5, 5.0))
 def ring_steps(fig):
     n = 3
     ax = canvas(fig, 10.0, 6.0)
@@ -63,16 +78,15 @@ def ring_steps(fig):
         for c in range(n):
             label(ax, 1.85 + 2.5 * i + 0.55 * c, 5.42, f"chunk {c}", muted=True, size=6.5)
     label(ax, 9.95, 5.75, "ring: 0 → 1 → 2 → 0", ha="right", size=9)
+    previous = None
     for row, (title, chunks, sent) in enumerate(_ring_states(n)):
         y = 4.85 - 1.05 * row
         label(ax, 0.1, y + 0.22, title, ha="left", size=9)
         for i in range(n):
             for c in range(n):
-                held = chunks[i][c]
-                text = "all" if len(held) == n else "+".join(str(d) for d in sorted(held))
-                x = 1.6 + 2.5 * i + 0.55 * c
-                box(ax, x, y, 0.5, 0.45, text, role="data" if len(held) == n else "device",
-                    size=8, bold=bool(sent) and sent.get((i - 1) % n) == c)
+                _chunk(ax, 1.6 + 2.5 * i + 0.55 * c, y, 0.5, 0.45, chunks[i][c], n,
+                       previous is not None and previous[i][c] != chunks[i][c])
+        previous = chunks
         if sent:
             what = "adds" if title.startswith("reduce") else "replaces"
             label(ax, 9.95, y + 0.22, f"each sends one chunk\nto the next; it {what}",
@@ -80,8 +94,8 @@ def ring_steps(fig):
     for y in (4.4, 2.3):
         ax.plot([0.1, 9.9], [y - 0.1, y - 0.1], color=COLOURS["muted"], linewidth=0.6,
                 linestyle=":")
-    label(ax, 5.0, 0.25, "numbers: whose values a chunk holds; bold: the chunk that just arrived",
-          muted=True, size=8.5)
+    label(ax, 5.0, 0.25, "digits: the devices whose values a chunk sums; darker: more of them; "
+          "red outline: changed in this step", muted=True, size=8)
 
 
 @diagram("fusion", "11", alt=(

@@ -117,7 +117,7 @@ def pipeline_schedules(fig):
             for t in range(slots):
                 phase, j = at.get((s, t), (None, None))
                 role = {"F": "device", "B": "data", None: "idle"}[phase]
-                box(ax, 1.45 + t * cell, y, cell - 0.06, 0.4, "" if j is None else str(j + 1),
+                box(ax, 1.45 + t * cell, y, cell - 0.06, 0.4, "" if j is None else str(j),
                     role=role, size=8)
             most, kept = 0, 0
             for t in range(slots):
