@@ -78,6 +78,7 @@ class LocalMXCluster(LocalCluster):
 
     #: ps-lite's and MXNet's own log lines: ``[12:00:00] ../src/van.cc:310: ...``.
     FRAMEWORK_LOG_LINE = re.compile(r"^\[\d\d:\d\d:\d\d\] \S+:\d+: ")
+    LOG_STAMP = re.compile(r"^\[\d\d:\d\d:\d\d\] ")
     #: The workers' result records, read by :meth:`results` rather than shown.
     PROTOCOL_LINE = re.compile(re.escape(RESULT_PREFIX))
 

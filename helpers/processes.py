@@ -507,6 +507,9 @@ class LocalCluster(contextlib.AbstractContextManager):
 
     #: A framework's own log lines (TensorFlow's ``I0000 ...] ...``), left out on request.
     FRAMEWORK_LOG_LINE: re.Pattern[str] = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ \S+\] ")
+    #: The time and thread id a framework line starts with: shown without them, so that a
+    #: stored page does not change with every run.
+    LOG_STAMP: re.Pattern[str] = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ ")
     #: Lines that are data for the launcher, not something to read.
     PROTOCOL_LINE: re.Pattern[str] | None = None
 
@@ -552,7 +555,7 @@ class LocalCluster(contextlib.AbstractContextManager):
                      and matches(ln)]
             lines = lines[-last:] if last else lines
             print(f"===== {task} [{self.state(task)}] =====")
-            print("\n".join(lines) if lines else "(no output)")
+            print("\n".join(self.LOG_STAMP.sub("", ln) for ln in lines) or "(no output)")
 
     def wait_for_log(self, task: str, text: str | re.Pattern[str], timeout: float = 60.0) -> float:
         """Wait until ``task``'s log (its latest run) holds ``text`` (a string or a regex);

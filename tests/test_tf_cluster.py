@@ -400,9 +400,18 @@ def test_show_logs_filters(fake_module, capsys):
     with LocalTFCluster(module, workers=1, env=env) as cluster:
         cluster.start()
         cluster.wait_for_log("worker-0", "listening")
+        capsys.readouterr()  # the network banner, printed once per process
         cluster.show_logs(pattern=r"^listening")
         lines = capsys.readouterr().out.splitlines()
         assert len(lines) == 2 and lines[1].startswith("listening on")
+
+
+def test_shown_framework_lines_lose_their_time_and_thread():  # stored pages stay the same
+    from helpers.mx_cluster import LocalMXCluster
+    tf_line = "I0000 00:00:1795812059.745719   11776 master.cc:243] Scanning workers for devices"
+    mx_line = "[20:41:16] ../3rdparty/ps-lite/src/van.cc:97: the scheduler is connected"
+    assert LocalTFCluster.LOG_STAMP.sub("", tf_line) == tf_line[38:]
+    assert LocalMXCluster.LOG_STAMP.sub("", mx_line) == mx_line[11:]
 
 
 def test_interrupt_inside_the_block_ends_every_process(fake_module):
