@@ -118,6 +118,20 @@ def test_roofline_and_communication_threshold():
         2550)  # the scaling book's C / W for a TPU v5p over one axis
 
 
+@pytest.mark.parametrize(("device", "capability", "tf32_on", "label"), [
+    ("/CPU:0", (9, 0), True, "float32"), ("/GPU:0", (7, 5), True, "float32"),  # T4: no TF32
+    ("/GPU:0", (8, 0), True, "TF32"), ("/GPU:0", (9, 0), True, "TF32"),  # A100, H200
+    ("/GPU:0", (9, 0), False, "float32")])  # TF32 switched off
+def test_12_labels_the_roof_with_the_precision_tensorflow_runs(device, capability, tf32_on,
+                                                                 label):
+    details = {"compute_capability": capability}
+    experimental = SimpleNamespace(get_device_details=lambda gpu: details,
+                                   tensor_float_32_execution_enabled=lambda: tf32_on)
+    tf = SimpleNamespace(config=SimpleNamespace(
+        list_physical_devices=lambda kind: ["gpu0"], experimental=experimental))
+    assert lesson("12", "product_precision", tf=tf).product_precision(device) == label
+
+
 def test_noise_scale_the_steps_examples_trade_off_and_mfu():
     nb = lesson("15", np=np)  # the notebook imports NumPy in a cell of its own
     # |G|^2 = 2 and tr(Sigma) = 100: a batch of B has E|G_B|^2 = 2 + 100 / B
