@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import re
 import threading
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -59,6 +60,18 @@ def test_the_check_finds_a_missing_image_a_broken_anchor_and_a_foreign_script(tm
         "a.html: <script src='https://cdn.example/x.js'> loads from another host"])
 
 
+def test_a_page_keeps_the_setup_and_the_solutions_folded():
+    cell = lambda kind, tags=(), id_="c", text="x": {  # noqa: E731
+        "cell_type": kind, "id": id_, "metadata": {"tags": list(tags)}, "source": text}
+    nb = site.page_notebook({"cells": [
+        cell("code", id_="setup"), cell("code"), cell("code", ["solution"]),
+        cell("markdown", ["solution"], text="Nothing is placed again."), cell("markdown")]})
+    tags = [c["metadata"]["tags"] for c in nb["cells"]]
+    assert tags == [["hide-cell"], [], ["solution", "hide-cell"], ["solution"], []]
+    assert nb["cells"][3]["source"].startswith("<details><summary>Answer</summary>\n\nNothing")
+    assert nb["cells"][4]["source"] == "x"
+
+
 @pytest.fixture(scope="module")
 def built():
     index = site.SITE / "index.html"
@@ -75,6 +88,11 @@ def test_the_built_site_has_every_page_and_nothing_broken(built):
         assert (built / "notebooks" / f"{path.stem}.html").exists(), path.name
     assert {"index.html", "glossary.html", "teaching.html", "search.html"} <= {
         p.name for p in built.glob("*.html")}
+    for path in stored_notebooks():  # what the notebooks fold, the pages fold
+        html = (built / "notebooks" / f"{path.stem}.html").read_text()
+        cells = re.findall(r'class="cell ([^"]*)docutils container"', html)
+        assert any("tag_hide-cell" in c for c in cells), f"{path.name}: setup cell shown"
+        assert all("tag_hide-cell" in c for c in cells if "tag_solution" in c), path.name
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,9 @@ ones GitHub shows. Staging does what a page needs and a notebook does not:
 * the glossary, the teaching guide and the changelog become pages;
 * in each notebook, links to the glossary on GitHub point at the glossary page instead, the
   Colab and Kaggle badges are drawn from local images (a page loads nothing from another
-  host), and a calculator's figure gets one line saying where its sliders can be dragged.
+  host), and a calculator's figure gets one line saying where its sliders can be dragged;
+* what the notebooks fold stays folded: the setup cell and each solution's code behind a
+  "show" toggle (MyST-NB's ``hide-cell`` tag), a written answer inside a ``<details>`` block.
 
 The build treats every warning as an error (``-W -n``). ``--check`` then looks at the built
 pages without a browser: every local link and image resolves, and no page refers to a script,
@@ -31,7 +33,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from tools.cells import BADGES_ID, cell_source, stored_notebooks
+from tools.cells import BADGES_ID, SETUP_ID, cell_source, stored_notebooks
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -82,6 +84,11 @@ def page_notebook(nb: dict) -> dict:
     cells = []
     for cell in nb["cells"]:
         cells.append(cell)
+        tags = cell["metadata"].setdefault("tags", [])
+        if cell["cell_type"] == "code" and (cell.get("id") == SETUP_ID or "solution" in tags):
+            tags.append("hide-cell")
+        elif "solution" in tags:  # a written answer
+            cell["source"] = f"<details><summary>Answer</summary>\n\n{cell['source']}\n\n</details>"
         if cell["cell_type"] == "code" and "helpers.calculator" in cell_source(cell):
             cells.append({"cell_type": "markdown", "id": f"{cell.get('id', 'calc')}-site",
                           "metadata": {}, "source": CALCULATOR_NOTE})
