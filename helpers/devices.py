@@ -1,14 +1,12 @@
 """Devices: their names, what this machine has, and as many as a lesson needs (notebooks 01-05).
 
-Each framework counts its own devices (MXNet's CPU wheel sees no GPU where TensorFlow does).
-A lesson about two devices must run on a laptop too: TensorFlow splits a CPU into *logical*
-CPUs and a GPU into *virtual* GPUs, only before its runtime starts, so
-:func:`requirements_banner` configures them first and says what is simulated. TensorFlow
-takes nearly a whole card unless told to grow on demand (``set_memory_growth``, and
-``TF_FORCE_GPU_ALLOW_GROWTH`` for virtual GPUs and children); a virtual GPU is capped at the
-lesson's need or a fair share of its card. A plan takes the cards in turn (TensorFlow numbers
-virtual GPUs card by card), so its first k devices span most cards.
-"""
+Each framework counts its own devices (MXNet's CPU wheel sees no GPU where TensorFlow does). A
+lesson about two devices must run on a laptop too: TensorFlow splits a CPU into *logical* CPUs and a
+GPU into *virtual* GPUs, only before its runtime starts, so :func:`requirements_banner` configures
+them first and says what is simulated. TensorFlow takes nearly a whole card unless told to grow on
+demand (``set_memory_growth``, and ``TF_FORCE_GPU_ALLOW_GROWTH`` for virtual GPUs and children); a
+virtual GPU is capped at the lesson's need or a fair share of its card. A plan takes the cards in
+turn (TensorFlow numbers virtual GPUs card by card), so its first k devices span most cards."""
 
 from __future__ import annotations
 
@@ -43,11 +41,9 @@ class DeviceName:
     task: int | None = None
 
     short = property(lambda self: f"/{self.device_type}:{self.index}")
-
-    @property
-    def full(self) -> str:  # the form TensorFlow logs
-        return (f"/job:{self.job or 'localhost'}/replica:{self.replica or 0}/task:{self.task or 0}"
-                f"/device:{self.device_type}:{self.index}")
+    full = property(lambda self: (  # the form TensorFlow logs
+        f"/job:{self.job or 'localhost'}/replica:{self.replica or 0}/task:{self.task or 0}"
+        f"/device:{self.device_type}:{self.index}"))
 
 
 def parse_device(spec: str) -> DeviceName:
@@ -110,8 +106,7 @@ class GPUCard:
 
     def describe(self) -> str:
         memory = "memory unknown" if self.memory_mb is None else f"{self.memory_mb / 1024:.0f} GiB"
-        cap = "" if self.capability is None else \
-            f", compute capability {self.capability[0]}.{self.capability[1]}"
+        cap = ", compute capability {}.{}".format(*self.capability) if self.capability else ""
         return f"{self.name} ({memory}{cap})"
 
 
@@ -315,8 +310,7 @@ class DevicePlan:
 def plan_devices(needed: int, gpu_memory_mb: int | None = None) -> DevicePlan:
     """Configure ``needed`` devices: real GPUs, else virtual GPUs, else logical CPUs;
     ``gpu_memory_mb`` is what the lesson needs per virtual GPU (None: a fair share of the card)."""
-    require_int("the number of devices a lesson needs", needed, 1, MAX_LOGICAL_DEVICES,
-                _TOO_MANY)
+    require_int("the number of devices a lesson needs", needed, 1, MAX_LOGICAL_DEVICES, _TOO_MANY)
     if gpu_memory_mb is not None:
         require_int("gpu_memory_mb (MiB per device)", gpu_memory_mb, 1)
     tf = import_tensorflow()
@@ -371,8 +365,7 @@ def mirrored_over(devices: Sequence[str], k: int) -> Any:
     Every ``MirroredStrategy`` numbers its all-reduce groups from one starting key, so a second
     one over another count joins the first one's group and TensorFlow aborts ("is joining a
     group with size 2, but that group has size 4"); each here starts its own key range, as
-    TensorFlow's tests do.
-    """
+    TensorFlow's tests do."""
     if isinstance(devices, str):
         raise ValueError(f"devices is a list of device strings, not the string {devices!r}")
     names = [parse_device(d).short for d in devices]
@@ -412,8 +405,7 @@ class ContextPair:
     engine thread), and MXNet cannot split a GPU, so with fewer GPUs than two the second
     context is a stand-in. Products on two CPU contexts at once: when both call MXNet's
     bundled OpenBLAS, each with a team of several OpenMP threads, it deadlocks (every time,
-    2 threads per operator on 2 cores), so :attr:`matmul` is then oneDNN's product instead.
-    """
+    2 threads per operator on 2 cores), so :attr:`matmul` is then oneDNN's product instead."""
 
     first: Any
     second: Any

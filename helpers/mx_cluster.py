@@ -20,6 +20,7 @@ from typing import Any
 
 from helpers import processes
 from helpers.exposure import check_exposure
+from helpers.links import ShapedNetwork
 from helpers.machine import require_choice, require_int, require_number
 from helpers.output import Table
 from helpers.processes import LocalCluster, ManagedProcess, ProcessGroup
@@ -73,7 +74,9 @@ class LocalMXCluster(LocalCluster):
     :func:`helpers.workers.mx_worker.connect`. ``threads`` sets ``OMP_NUM_THREADS`` in
     every process (None: MXNet's default), so workers on a few cores share them. Ready
     means every worker printed :data:`~helpers.workers.common.READY` (MXNet lets it only
-    once all have registered); ``ready_timeout`` bounds each wait of the start.
+    once all have registered); ``ready_timeout`` bounds each wait of the start. With
+    ``network`` (a started :class:`~helpers.links.ShapedNetwork`), the scheduler and server 0
+    run on host 0, server ``i`` on host ``i``, worker ``i`` on host ``servers + i``.
     """
 
     #: ps-lite's and MXNet's own log lines: ``[12:00:00] ../src/van.cc:310: ...``.
@@ -86,7 +89,8 @@ class LocalMXCluster(LocalCluster):
                  args: Sequence[str] = (), env: dict[str, str] | None = None,
                  log_dir: str | Path | None = None, port: int | None = None,
                  host: str = "127.0.0.1", ready_timeout: float = 90.0, verbose: int = 1,
-                 threads: int | None = 1, allow_external: bool = False) -> None:
+                 threads: int | None = 1, allow_external: bool = False,
+                 network: ShapedNetwork | None = None) -> None:
         for name, count in (("workers", workers), ("servers", servers)):
             require_int(f"the number of {name}", count, 1, processes.MAX_LOCAL_TASKS,
                         processes.LOCAL_TASKS_HINT)
@@ -101,7 +105,10 @@ class LocalMXCluster(LocalCluster):
         threads_env = {} if threads is None else {
             "OMP_NUM_THREADS": str(require_int("the number of threads", threads, 1, 1024))}
         self.extra_env = {**threads_env, **(env or {})}
-        self.host = processes.check_host(host)
+        self.host, self.network = processes.check_host(host), network
+        if network is not None and (host != "127.0.0.1" or network.hosts < servers + workers):
+            raise ValueError(f"a cluster on {network!r} needs a host per server and worker "
+                             f"({servers + workers}) and takes no host= (they have addresses)")
         self.port = processes.ensure_port_free(port, host) if port is not None else None
         self.worker_command = processes.python_module_command(module, *args)
         self.server_command = processes.python_module_command(SERVER_MODULE)
@@ -138,7 +145,7 @@ class LocalMXCluster(LocalCluster):
         if self.group.processes:
             raise RuntimeError("this cluster was started already; make a new LocalMXCluster")
         address = socket.getaddrinfo(self.host, None)[0][4][0].split("%")[0]
-        if not ipaddress.ip_address(address).is_loopback:
+        if not (ipaddress.ip_address(address).is_loopback or self.network):
             check_exposure(self.allow_external, f"this LocalMXCluster (host {self.host})",
                            servers=f"MXNet's ps-lite processes listen on {self.host} with no "
                            "authentication and unpickle what they receive")
@@ -147,16 +154,22 @@ class LocalMXCluster(LocalCluster):
         processes.ensure_port_free(self.port, self.host)
         scheduler, *others = self.task_names()
         ours = self._start_task(scheduler)
-        self._wait_forming(lambda: ours.listens_on(self.port, self.host),
-                           f"listening on {self.port}")
+        self._wait_forming(lambda: self.port in {p for _, p in ours.listening()} if self.network
+                           else ours.listens_on(self.port, self.host), f"listening on {self.port}")
         for name in others:
             self._start_task(name)
 
     def _start_task(self, name: str) -> ManagedProcess:
         role = self.role_of(name)
         command = self.worker_command if role == "worker" else self.server_command
+        host, node = self.host, self.host
+        if self.network is not None:  # scheduler and server 0 on host 0, then one host each
+            index = 0 if role == "scheduler" else int(name.split("-")[1]) + (
+                self.servers if role == "worker" else 0)
+            command = [*self.network.enter(index), *command]
+            host, node = self.network.address(0), self.network.address(index)
         return self.group.start(name, command, {**self.extra_env, **dmlc_env(
-            role, self.host, self.port, self.servers, self.workers, verbose=self.verbose)})
+            role, host, self.port, self.servers, self.workers, node, verbose=self.verbose)})
 
     def start(self, wait_for_workers: bool = True) -> float:
         """Start every process; return seconds until the cluster has formed (the scheduler

@@ -153,7 +153,7 @@ def python_module_command(module: str, *args: str) -> list[str]:
 
 
 # -- a network of their own: tasks no other machine can reach -------------------------------
-def _unshare() -> list[str]:
+def unshare_command() -> list[str]:
     """Without root, in a user namespace of one's own: a "root" with no more rights than one."""
     return ["unshare", *(["--user", "--map-root-user"] if os.geteuid() else []), "--net"]
 
@@ -175,11 +175,11 @@ def isolation_problem() -> str:
     return (said.strip().splitlines() or ["failed"])[-1] if said else ""
 
 
-# Run as `python -c _NETWORK up|- RULE...`: "up" brings the loopback up (ioctl SIOCGIFFLAGS,
+# Run as `python -c NAMESPACE_PROGRAM up|- RULE...`: "up" brings the loopback up (SIOCGIFFLAGS,
 # SIOCSIFFLAGS with IFF_UP); each rule (`tcp:4000=unix:/d/4000`, or the reverse) listens on
 # its left and carries every connection to its right. TCP_NODELAY, which accepted sockets
 # inherit: without it small gRPC messages wait 40 ms for an ACK.
-_NETWORK = """import contextlib, fcntl, os, socket, struct, sys, threading, time
+NAMESPACE_PROGRAM = """import contextlib, fcntl, os, socket, struct, sys, threading, time
 if sys.argv[1] == "up":
     with socket.socket() as s:
         ifreq = fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", b"lo", 0))
@@ -232,8 +232,8 @@ def start_network_namespace(group: ProcessGroup, inside: Iterable[int] = (),
     through a Unix socket in the group's folder (a file, which both networks see)."""
     out = [f"tcp:{p}=unix:{group.log_dir}/{p}" for p in inside]
     out += [f"unix:{group.log_dir}/{p}=tcp:{p}" for p in here]
-    command = [sys.executable, "-I", "-S", "-c", _NETWORK]
-    for name, prefix, rules in (("netns", [*_unshare(), *command, "up"], [
+    command = [sys.executable, "-I", "-S", "-c", NAMESPACE_PROGRAM]
+    for name, prefix, rules in (("netns", [*unshare_command(), *command, "up"], [
             "=".join(rule.split("=")[::-1]) for rule in out]), ("relay", [*command, "-"], out)):
         if name == "netns" or rules:
             proc = group.start(name, [*prefix, *rules])

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from helpers import processes
 from helpers.exposure import check_exposure
+from helpers.links import ShapedNetwork
 from helpers.machine import require_choice, require_int, require_number
 from helpers.output import Table
 from helpers.processes import LOCAL_TASKS_HINT, MAX_LOCAL_TASKS, LocalCluster, ProcessGroup
@@ -100,7 +101,9 @@ class LocalTFCluster(LocalCluster):
     the tasks, those started later or restarted too, run in a network namespace of their
     own, which nothing outside reaches but ``this_process``, through relays on 127.0.0.1.
     ``isolate=None`` does so where it can, ``True`` insists, ``False`` declines;
-    ``why_not_isolated`` says why not.
+    ``why_not_isolated`` says why not. With ``network`` (a started
+    :class:`~helpers.links.ShapedNetwork`), task ``i`` runs on host ``i`` at its address, as
+    on a machine of its own.
     """
 
     def __init__(self, module: str, workers: int, ps: int = 0, chief: int = 0, *,
@@ -108,7 +111,7 @@ class LocalTFCluster(LocalCluster):
                  task_env: TaskEnv | None = None, log_dir: str | Path | None = None,
                  ready_timeout: float = 60.0, host: str = "127.0.0.1", set_tf_config: bool = True,
                  allow_external: bool = False, isolate: bool | None = None,
-                 this_process: str | None = None) -> None:
+                 this_process: str | None = None, network: ShapedNetwork | None = None) -> None:
         self.command = processes.python_module_command(module)
         self.ready_timeout = require_number("ready_timeout (seconds)", ready_timeout, above=0)
         self.allow_external = require_choice("allow_external", allow_external, (False, True))
@@ -118,6 +121,15 @@ class LocalTFCluster(LocalCluster):
         require_choice("set_tf_config", set_tf_config, (False, True))
         self.cluster: dict[str, list[str]] = cluster_spec(workers, ps, chief, host)
         self.module, self.host, self.set_tf_config = module, host, set_tf_config
+        self.network = network
+        if network is not None:  # each task on a host of its own, at that host's address
+            if this_process or len(self.task_names()) > network.hosts:
+                raise ValueError(f"a cluster on {network!r} needs a host per task and no "
+                                 f"this_process: it has {len(self.task_names())} tasks")
+            names = self.task_names()
+            self.cluster = {job: [f"{network.address(names.index(f'{job}-{i}'))}:"
+                                  f"{a.rpartition(':')[2]}" for i, a in enumerate(addresses)]
+                            for job, addresses in self.cluster.items()}
         self.task_args, self.env, self.task_env = task_args, dict(env or {}), task_env
         self.this_process = this_process if this_process is None else require_choice(
             "this_process", this_process, self.task_names())
@@ -194,7 +206,9 @@ class LocalTFCluster(LocalCluster):
                              "to start a task again")
         holder = self.netns.processes.get("netns")
         joining = holder is not None and holder.alive
-        if not (self.alive() or joining):  # else: join the tasks running, or their namespace
+        if self.network is not None:  # the network's hosts are namespaces of their own
+            self.isolated, self.why_not_isolated = True, ""
+        elif not (self.alive() or joining):  # else: join the tasks running, or their namespace
             problem = "isolate=False" if self.isolate is False else processes.isolation_problem()
             if problem and self.isolate:
                 raise RuntimeError(f"isolate=True, but the tasks cannot get a network "
@@ -215,7 +229,7 @@ class LocalTFCluster(LocalCluster):
                              "holding them or build a new LocalTFCluster (it picks free ports)")
         began = time.monotonic()
         try:
-            if self.isolated and not joining:  # its relays reach this_process, and it them
+            if self.isolated and not (joining or self.network):  # relays reach this_process
                 self._enter = processes.start_network_namespace(
                     self.netns, [self.port(t) for t in relayed],
                     [self.port(self.this_process)] if relayed else [])
@@ -233,8 +247,9 @@ class LocalTFCluster(LocalCluster):
         env = self._task_env(task)
         if self.set_tf_config:
             env["TF_CONFIG"] = self.tf_config(task)
-        self.group.start(task, [*(self._enter if self.isolated else []), *self.command_of(task)],
-                         env)
+        enter = (self.network.enter(self.task_names().index(task)) if self.network
+                 else self._enter if self.isolated else [])
+        self.group.start(task, [*enter, *self.command_of(task)], env)
 
     def _wait_ready(self, tasks: list[str], began: float) -> None:
         pending = list(tasks)

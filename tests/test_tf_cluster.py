@@ -21,7 +21,7 @@ import pytest
 from test_processes import NEEDS_NETNS, machine_addresses
 
 from helpers.processes import (
-    _unshare,
+    unshare_command,
     describe_exit,
     isolation_problem,
     leftover_processes,
@@ -551,7 +551,7 @@ SCENARIOS = textwrap.dedent("""
 def test_a_cluster_started_in_parts_is_as_unreachable_as_a_whole_one(fake_module):
     module, env = fake_module
     result = subprocess.run(
-        [*_unshare(), "sh", "-c", IN_TEST_NAMESPACE, sys.executable, SCENARIOS, module,
+        [*unshare_command(), "sh", "-c", IN_TEST_NAMESPACE, sys.executable, SCENARIOS, module,
          json.dumps(TEST_ADDRESSES)], capture_output=True, text=True, timeout=120,
         env={**os.environ, **env})
     assert result.returncode == 0, result.stderr[-3000:]
