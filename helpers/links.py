@@ -73,6 +73,9 @@ class ShapedNetwork(ProcessGroup):
             raise ValueError(f"hosts={hosts!r}: a shaped network joins 2 to 64 hosts")
         self.hosts, self.rate, self.subnet = hosts, rate, subnet
         self.bits_per_second = bits_per_second(rate)
+        # tbf's bucket: 1 ms of traffic, at least 16 KiB (a full-size packet must fit); these
+        # bytes may pass at once after a pause, a fuller bucket would blur the link's rate
+        self.burst = max(16384, int(self.bits_per_second / 8 / 1000))
         super().__init__("shaped-network")
 
     def __enter__(self) -> ShapedNetwork:
@@ -100,9 +103,6 @@ class ShapedNetwork(ProcessGroup):
     def start_network(self) -> None:
         """Build the switch and the hosts, cable and shape them; on any failure end it all."""
         holder = [sys.executable, "-I", "-S", "-c", NAMESPACE_PROGRAM, "up"]
-        # tbf's bucket: 1 ms of traffic, at least 16 KiB (so that a full-size packet fits);
-        # a fuller bucket would let the start of every transfer through at loopback speed
-        burst = max(16384, int(self.bits_per_second / 8 / 1000))
         try:
             self._ready(self.start("switch", [*unshare_command(), *holder]))
             self._run("ip", "link", "add", "br0", "type", "bridge")
@@ -117,7 +117,7 @@ class ShapedNetwork(ProcessGroup):
                 inside = ["nsenter", f"--net=/proc/{proc.pid}/ns/net", "--"]
                 for where, device in (([], f"v{host}"), (inside, "eth0")):
                     self._run(*where, "tc", "qdisc", "add", "dev", device, "root", "tbf", "rate",
-                              self.rate, "burst", str(burst), "latency", "100ms")
+                              self.rate, "burst", str(self.burst), "latency", "100ms")
                 self._run(*inside, "ip", "addr", "add", f"{self.address(host)}/24", "dev", "eth0")
                 self._run(*inside, "ip", "link", "set", "eth0", "up")
         except BaseException:

@@ -123,3 +123,29 @@ def fusion(fig):
     label(ax, 6.3, 0.78, "the same bytes, one fixed cost", ha="left", size=9)
     arrow(ax, (0.1, 0.15), (9.8, 0.15), colour="muted")
     label(ax, 9.8, 0.32, "time", ha="right", muted=True, size=8.5)
+
+
+@diagram("shaped-hosts", "11", alt=(
+    "Left, one host: the server and the workers share one memory and the same cores. Right, "
+    "three hosts, each a network namespace with its own address, cabled to a switch; a "
+    "token-bucket filter on both ends of each cable passes at most the set rate each way. "
+    "The server's link carries N m each way, a ring worker's 2 (N - 1) / N m."), size=(8.5, 3.2))
+def shaped_hosts(fig):
+    ax = canvas(fig, 10.0, 3.8)
+    label(ax, 1.6, 3.55, "section 7: one host", bold=True)
+    box(ax, 0.2, 0.5, 2.8, 2.7, "", role="host")
+    for k, text in enumerate(("server", "worker 0", "worker 1")):
+        box(ax, 0.35 + 0.88 * k, 2.2, 0.8, 0.6, text, size=8)
+    box(ax, 0.35, 1.0, 2.5, 0.7, "one memory, one loopback,\nthe same cores", role="data",
+        size=8.5)
+    label(ax, 6.6, 3.55, "section 8: a host each, on shaped links", bold=True)
+    box(ax, 5.2, 0.3, 1.6, 0.55, "switch (bridge)", role="data", size=8.5)
+    for k, text in enumerate(("host 0 · 10.77.0.1\nPS server\nring worker 0",
+                              "host 1 · 10.77.0.2\nPS worker 0\nring worker 1",
+                              "host 2 · 10.77.0.3\nPS worker 1")):
+        x = 3.4 + 2.2 * k
+        box(ax, x, 2.15, 1.9, 1.0, text, role="host", size=8)
+        arrow(ax, (x + 0.95, 2.12), (6.0 + 0.3 * (k - 1), 0.88), both=True)
+    label(ax, 4.1, 1.45, "each cable:\nthe set rate,\neach way (tbf)", size=8, muted=True)
+    label(ax, 8.5, 1.2, "server's link: N m each way\nring worker's link:\n2 (N - 1) / N · m "
+          "each way", size=8, muted=True)
