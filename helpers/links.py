@@ -73,9 +73,9 @@ class ShapedNetwork(ProcessGroup):
             raise ValueError(f"hosts={hosts!r}: a shaped network joins 2 to 64 hosts")
         self.hosts, self.rate, self.subnet = hosts, rate, subnet
         self.bits_per_second = bits_per_second(rate)
-        # tbf's bucket: 1 ms of traffic, at least 16 KiB (a full-size packet must fit); these
-        # bytes may pass at once after a pause, a fuller bucket would blur the link's rate
-        self.burst = max(16384, int(self.bits_per_second / 8 / 1000))
+        # tbf's bucket: 1 ms of traffic, at least two full-size packets. After a pause its
+        # bytes pass at once; a fuller bucket would blur the rate of short messages
+        self.burst = max(2 * 1514, int(self.bits_per_second / 8 / 1000))
         super().__init__("shaped-network")
 
     def __enter__(self) -> ShapedNetwork:

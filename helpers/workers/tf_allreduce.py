@@ -175,9 +175,9 @@ def time_steps(tf: Any, strategy: Any, args: argparse.Namespace) -> None:
     one = all_reduce_one(tf, strategy)
     for kb in args.sizes_kb:
         report(rank=rank, kind="all-reduce", bytes=kb * 1024,
-               seconds=timed(args, one, [tf.ones([kb * 256])])["seconds"])
+               **timed(args, one, [tf.ones([kb * 256])]))
     report(rank=rank, kind="exchange", bytes=int(grad_bytes),
-           seconds=timed(args, exchange, [tf.ones(v.shape) for v in variables])["seconds"])
+           **timed(args, exchange, [tf.ones(v.shape) for v in variables]))
     one_pack = data_parallel_step(Options(bytes_per_pack=0))
     pack_bytes = max(1, int(grad_bytes) // args.packs)
     packed = data_parallel_step(Options(bytes_per_pack=pack_bytes))
