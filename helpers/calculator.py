@@ -1,11 +1,9 @@
 """Calculators a class can drag: a figure drawn from a few numbers, and a control for each.
 
-The formulas stay in the notebooks' cells, where they are taught, and come in as ``draw``
-(keyword inputs, a figure back): ``calculator(draw_bubble, p=slider(4, 2, 16))``. The figure
-for the default values is drawn first as an ordinary output, so GitHub, nbval and a reader
-without a kernel see a picture, not an empty widget box; with ``ipywidgets`` and a front end
-that shows widgets, one control per input redraws it.
-"""
+The formulas stay in the notebooks' cells, where they are taught, and come in as ``draw`` (keyword
+inputs, a figure back): ``calculator(draw_bubble, p=slider(4, 2, 16))``. The defaults' figure is
+drawn first as an ordinary output, so GitHub, nbval and a reader without a kernel see a picture, not
+an empty box; with ``ipywidgets`` in a front end that shows them, a control per input redraws it."""
 
 from __future__ import annotations
 
@@ -22,7 +20,6 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Control:
     """One input of a calculator: a slider over numbers, or a choice among options."""
-
     default: float | str
     low: float | None = None
     high: float | None = None
@@ -41,8 +38,7 @@ class Control:
             return w.Dropdown(options=list(self.options), value=self.default, description=name,
                               style=style)
         if self.log:
-            low, high = on_grid(math.log10(self.default), math.log10(self.low),
-                                math.log10(self.high), self.step)
+            low, high = on_grid(*map(math.log10, (self.default, self.low, self.high)), self.step)
             while 10 ** low > self.default:  # 10 ** log10(x) can round above x: the widget
                 low = math.nextafter(low, -math.inf)  # would then clamp the default away
             while 10 ** high < self.default:
@@ -95,10 +91,9 @@ def check_controls(draw: Callable[..., Figure], controls: dict[str, Control]) ->
 
 def calculator(draw: Callable[..., Figure], *, interactive: bool = True,
                **controls: Control) -> Figure:
-    """Show controls for ``controls``, then ``draw(**defaults)`` as a plain display output
-    (not a widget: a page without a kernel shows it as stored) that the controls redraw
-    through its display id. Returns the default figure; with ``interactive=False``, or
-    without ipywidgets, only that figure is shown."""
+    """Show the controls, then ``draw(**defaults)`` as a plain display output (not a widget: a page
+    without a kernel shows it as stored) that the controls redraw through its display id. Returns
+    the default figure; with ``interactive=False``, or without ipywidgets, only it is shown."""
     import matplotlib.pyplot as plt  # noqa: PLC0415
     from IPython.display import display  # noqa: PLC0415
 

@@ -1,8 +1,7 @@
-"""Cost models that more than one notebook uses, each first written in the notebook that
-teaches it: the latency-bandwidth (alpha-beta) model and the two gradient exchanges (notebook
-10; reused in 11 and 12), the byte counter of a hand-written collective (11, 13), what each
-layer of a Keras model costs (13, and 12's step-timing worker), ZeRO's bytes per replica (13,
-reused in 14)."""
+"""Cost models that more than one notebook uses, each first written in the notebook that teaches it:
+the latency-bandwidth (alpha-beta) model and the two gradient exchanges (notebook 10; reused in 11
+and 12), the byte counter of a hand-written collective (11, 13), what each layer of a Keras model
+costs (13, and 12's step-timing worker), ZeRO's bytes per replica (13, reused in 14)."""
 
 from __future__ import annotations
 
@@ -21,7 +20,6 @@ class AlphaBeta:
     """A cost that is a straight line in the size: ``seconds = alpha + beta * size``. For a
     link, size is bytes: ``alpha`` the latency of one message (s), ``beta`` seconds per byte
     (1 / bandwidth). For a training step, size is examples: ``alpha`` the fixed cost per step."""
-
     alpha: float
     beta: float
     name: str = ""
@@ -87,7 +85,6 @@ def tensor_nbytes(x: Any) -> int:
 @dataclass
 class Traffic:
     """Every transfer of a collective: who sent how many bytes to whom, in order."""
-
     devices: Sequence[Hashable]
     transfers: list[tuple[Hashable, Hashable, int]] = field(default_factory=list)
 
@@ -119,7 +116,6 @@ class Traffic:
 @dataclass(frozen=True)
 class LayerCost:
     """One layer: parameters, forward FLOPs per example, output values per example."""
-
     name: str
     kind: str
     params: int
@@ -149,8 +145,7 @@ def zero_bytes_per_replica(params: float, replicas: int, stage: int, weight_byte
     shards the optimizer's states over the ``replicas``, stage 2 the gradients too, stage 3 the
     weights too. The defaults are the ZeRO paper's mixed precision with Adam: 16-bit weights and
     gradients, 12 bytes of float32 master weights and Adam's two states."""
-    n = replicas
-    weights = params * weight_bytes / (n if stage >= 3 else 1)
-    grads = params * grad_bytes / (n if stage >= 2 else 1)
-    states = params * optimizer_bytes / (n if stage >= 1 else 1)
+    weights = params * weight_bytes / (replicas if stage >= 3 else 1)
+    grads = params * grad_bytes / (replicas if stage >= 2 else 1)
+    states = params * optimizer_bytes / (replicas if stage >= 1 else 1)
     return weights + grads + states

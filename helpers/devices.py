@@ -33,7 +33,6 @@ _DEVICE = re.compile(r"(?:/job:(?P<job>\w+))?(?:/replica:(?P<replica>\d+))?(?:/t
 @dataclass(frozen=True)
 class DeviceName:
     """A device string taken apart: where in the cluster, what kind, which one."""
-
     device_type: str
     index: int
     job: str | None = None
@@ -76,10 +75,9 @@ def list_devices(frameworks: tuple[str, ...] = FRAMEWORKS) -> Table:
     table = Table(["framework", "level", "name", "kind", "memory"])
     if "tensorflow" in frameworks:
         tf = import_tensorflow()
-        for dev in tf.config.list_physical_devices():
-            table.append(["tensorflow", "physical", dev.name, dev.device_type, None])
-        for dev in tf.config.list_logical_devices():  # memory: nvidia-smi's, or the banner's cap
-            table.append(["tensorflow", "logical", dev.name, dev.device_type, None])
+        for level in ("physical", "logical"):  # memory: nvidia-smi's, or the banner's cap
+            for dev in getattr(tf.config, f"list_{level}_devices")():
+                table.append(["tensorflow", level, dev.name, dev.device_type, None])
     if "mxnet" in frameworks:
         mx = import_mxnet()
         table.append(["mxnet", "context", "cpu(0)", "CPU", "all host RAM, all cores"])
@@ -98,7 +96,6 @@ def nvidia_smi() -> Table | None:
 @dataclass(frozen=True)
 class GPUCard:
     """One GPU TensorFlow can use (index after ``CUDA_VISIBLE_DEVICES``), memory in MiB."""
-
     index: int
     name: str
     memory_mb: int | None
@@ -142,9 +139,8 @@ def gpu_cards() -> tuple[GPUCard, ...]:
         mig = row[2] if row and row[1].startswith("MIG-") else None
         memory = (row[3].split() or [""])[0] if row and len(row) > 3 else ""
         name = mig or details.get("device_name") or (row[2] if row else f"GPU {i}")
-        cap = details.get("compute_capability")
         cards.append(GPUCard(i, str(name), int(memory) if memory.isdigit() else None,
-                             tuple(cap) if cap else None))
+                             tuple(cap) if (cap := details.get("compute_capability")) else None))
     return tuple(cards)
 
 
@@ -152,10 +148,8 @@ def gpu_cards() -> tuple[GPUCard, ...]:
 _RESTART = "restart the kernel (Kernel > Restart) and run the notebook from the top"
 MAX_LOGICAL_DEVICES = 64
 _TOO_MANY = "logical devices share the same hardware; a lesson needs a few"
-#: The environment variable TensorFlow's GPU allocator reads: grow on demand.
-GROWTH_ENV = "TF_FORCE_GPU_ALLOW_GROWTH"
-#: The cap of a virtual GPU when neither the lesson nor nvidia-smi says anything better.
-UNKNOWN_CARD_SHARE_MB = 2048
+GROWTH_ENV = "TF_FORCE_GPU_ALLOW_GROWTH"  # TensorFlow's GPU allocator reads it: grow on demand
+UNKNOWN_CARD_SHARE_MB = 2048  # a virtual GPU's cap when neither lesson nor nvidia-smi says more
 
 
 def _configure(device_type: str, physical: Any, configs: list[Any]) -> None:
@@ -189,7 +183,6 @@ def reserve_mb(card_mb: int) -> int:
 @dataclass(frozen=True)
 class MemoryBudget:
     """What each virtual GPU on a card may hold, and whether the lesson's need fits."""
-
     per_device_mb: int
     card_mb: int | None  # None when nvidia-smi did not say
     needed_mb: int | None  # the lesson's need per device, None for a fair share
@@ -236,7 +229,6 @@ def _grow_on_demand(tf: Any, gpus: list[Any]) -> None:
 @dataclass(frozen=True)
 class DevicePlan:
     """Which devices a lesson will use, and whether they are real or simulated."""
-
     needed: int
     kind: str  # "gpu", "virtual-gpu" or "logical-cpu"
     devices: tuple[str, ...]  # in the order the lesson should use them
@@ -283,8 +275,7 @@ class DevicePlan:
                     f"{real} physical GPU(s); they share its compute, so splitting work across "
                     "them adds no compute")
         if self.kind == "virtual-gpu":
-            placed = ", ".join(f"{d} (card {c})" for d, c in zip(self.devices, self.cards,
-                                                                 strict=True))
+            placed = ", ".join(map("{} (card {})".format, self.devices, self.cards))
             return (f"SIMULATED: using {self.needed} virtual GPUs carved out of {real} physical "
                     f"GPUs, taken across the cards in turn: {placed}. The first {real} are on "
                     f"different cards; beyond {real}, devices share cards, so splitting work "
@@ -362,10 +353,9 @@ def _require_existing(tf: Any, names: Sequence[str], what: str) -> None:
 def mirrored_over(devices: Sequence[str], k: int) -> Any:
     """A ``MirroredStrategy`` over the first ``k`` of ``devices``, with collective keys of its own.
 
-    Every ``MirroredStrategy`` numbers its all-reduce groups from one starting key, so a second
-    one over another count joins the first one's group and TensorFlow aborts ("is joining a
-    group with size 2, but that group has size 4"); each here starts its own key range, as
-    TensorFlow's tests do."""
+    Every ``MirroredStrategy`` numbers its all-reduce groups from one starting key, so a second one
+    over another count joins the first's group and TensorFlow aborts ("is joining a group with size
+    2, but that group has size 4"); each here has its own key range, as TensorFlow's tests do."""
     if isinstance(devices, str):
         raise ValueError(f"devices is a list of device strings, not the string {devices!r}")
     names = [parse_device(d).short for d in devices]
@@ -382,8 +372,7 @@ def mirrored_over(devices: Sequence[str], k: int) -> Any:
 
 
 def replica_devices(strategy: Any) -> list[str]:
-    """The devices a strategy's replicas run on ([] for the default strategy); ValueError
-    for a device this process lacks."""
+    """Replica devices ([] for the default strategy); ValueError for a device this process lacks."""
     tf = import_tensorflow()
     if strategy is tf.distribute.get_strategy() and not tf.distribute.has_strategy():
         return []
@@ -406,7 +395,6 @@ class ContextPair:
     context is a stand-in. Products on two CPU contexts at once: when both call MXNet's
     bundled OpenBLAS, each with a team of several OpenMP threads, it deadlocks (every time,
     2 threads per operator on 2 cores), so :attr:`matmul` is then oneDNN's product instead."""
-
     first: Any
     second: Any
     kind: str  # "two-gpus", "one-gpu" (both gpu(0)), "host-and-gpu" or "cpu-only"

@@ -4,8 +4,7 @@ A plain ``pip install tensorflow mxnet`` backtracks to mxnet 1.0.0.post1 (MXNet 
 numpy < 2; the series runs numpy 2) and everything fails later, confusingly: so the series
 compares what is installed with ``requirements.txt`` and ``requirements-mxnet.txt`` up front.
 On Colab and Kaggle only the ``runtime`` extra is installed (plus MXNet): a maintainers' tool
-missing there is not needed, and a platform's numpy inside the extra's range is accepted.
-"""
+missing there is not needed, and a platform's numpy inside the extra's range is accepted."""
 
 from __future__ import annotations
 
@@ -59,8 +58,7 @@ def _within(version: str, allowed: str) -> bool:
 
 def pin_report(path: Path | str = REQUIREMENTS) -> Table:
     """Each pin (``requirements.txt`` with MXNet's), the installed version, whether they agree."""
-    runtime = runtime_packages()
-    pins = read_pins(path)
+    runtime, pins = runtime_packages(), read_pins(path)
     if Path(path) == REQUIREMENTS:
         pins |= read_pins(MXNET_REQUIREMENTS)
     table = Table(["package", "pinned", "installed", "ok"])
@@ -84,17 +82,14 @@ def diagnose() -> Table:
     """Each known way the stack breaks, checked on this machine, with the fix; never raises.
 
     The wrong MXNet (pip's silent fallback), a numpy 1.x (the series runs numpy 2), TensorFlow
-    missing (a fresh cloud GPU instance), a GPU machine without its driver or with TensorFlow's
-    CPU build, and how MXNet runs on GPUs (from the driver's compute capability: TensorFlow
-    need not be there).
-    """
+    missing (a fresh cloud GPU instance), a GPU machine without its driver or with TensorFlow's CPU
+    build, and how MXNet runs on GPUs (from the driver's compute capability, without TensorFlow)."""
     table = Table(["check", "status", "what to do"])
 
     def check(name: str, problem: str | None, fix: str, ok: str = "ok") -> None:
         table.append([name, ok, "-"] if problem is None else [name, f"problem: {problem}", fix])
 
-    smi = nvidia_smi()
-    mxnet_version = package_version("mxnet")
+    smi, mxnet_version = nvidia_smi(), package_version("mxnet")
     check("MXNet version", None if mxnet_version == "1.9.1" else mxnet_version or "missing",
           "pip install --no-deps -r requirements-mxnet.txt (or re-run `make test`)")
     numpy_version = package_version("numpy") or "missing"
@@ -133,8 +128,7 @@ def diagnose() -> Table:
         table.append(["MXNet build", "CPU wheel: MXNet computes on the CPU",
                       f"optional, for MXNet on GPU: {INSTALL_COMMAND} (README, GPU instances)"])
     else:
-        table.append(["MXNet build", f"problem: CPU wheel, the GPU route failed "
-                      f"({route.verdict})", route.message()])
+        check("MXNet build", f"CPU wheel, the GPU route failed ({route.verdict})", route.message())
     return table
 
 

@@ -10,8 +10,7 @@ best safe kernels only while it loads (``SERIES_MXNET_TUNING=0``: as installed).
 build is used only where the MXNet GPU route's probe passed (:mod:`helpers.mxnet_gpu`), else
 the CPU wheel, with a paragraph saying why. TensorFlow's C++ start-up chatter on descriptor
 2 is kept aside (:func:`startup_log`), not silenced by ``TF_CPP_MIN_LOG_LEVEL``, which would
-hide notebook 02's placement lines; ``keras=False`` skips its eager Keras import (3 of 7 s).
-"""
+hide notebook 02's placement lines; ``keras=False`` skips its eager Keras import (3 of 7 s)."""
 
 from __future__ import annotations
 
@@ -34,8 +33,7 @@ from helpers.placement import capture_fds
 
 _startup_log: list[str] = []
 
-#: Set to ``0`` to import MXNet with its own thread count and kernel choice.
-TUNING_ENV = "SERIES_MXNET_TUNING"
+TUNING_ENV = "SERIES_MXNET_TUNING"  # "0": import MXNet with its own thread count and kernels
 #: The settings MXNet reads at import that decide its CPU speed.
 MXNET_IMPORT_SETTINGS = ("MXNET_OMP_MAX_THREADS", "OMP_NUM_THREADS", "OPENBLAS_CORETYPE")
 _mxnet_import: dict[str, dict[str, str]] = {}
@@ -60,18 +58,15 @@ def _expired(name: str, *args: Any, **kwargs: Any) -> Any:
 #: numpy 1.26 offered under it. ``bool`` matters only on numpy 1.24-1.26 (numpy 2 has a
 #: ``numpy.bool`` of its own, which is kept).
 NUMPY_NAMES_MXNET_READS: dict[str, Any] = {
-    "bool": bool,
-    "PZERO": 0.0, "NZERO": -0.0, "PINF": numpy.inf, "NINF": -numpy.inf, "Inf": numpy.inf,
-    "NaN": numpy.nan, "NAN": numpy.nan,
-    "alltrue": _calling(numpy.all, "alltrue"), "sometrue": _calling(numpy.any, "sometrue"),
-    "product": _calling(numpy.prod, "product"), "round_": _calling(numpy.round, "round_"),
-    "trapz": _calling(numpy.trapezoid, "trapz"),
+    "bool": bool, "PZERO": 0.0, "NZERO": -0.0, "PINF": numpy.inf, "NINF": -numpy.inf,
+    "Inf": numpy.inf, "NaN": numpy.nan, "NAN": numpy.nan, "alltrue": _calling(numpy.all, "alltrue"),
+    "sometrue": _calling(numpy.any, "sometrue"), "product": _calling(numpy.prod, "product"),
+    "round_": _calling(numpy.round, "round_"), "trapz": _calling(numpy.trapezoid, "trapz"),
     "msort": _calling(lambda a: numpy.sort(a, axis=0), "msort"),
     "in1d": _calling(lambda *args, **kwargs: numpy.isin(*args, **kwargs).ravel(), "in1d"),
     "compat": SimpleNamespace(basestring=str),
     **{name: _calling(functools.partial(_expired, name), name)
-       for name in ("mirr", "npv", "pmt", "ppmt", "pv", "rate")},
-}
+       for name in ("mirr", "npv", "pmt", "ppmt", "pv", "rate")}}
 
 
 def apply_numpy_fix() -> list[str]:
@@ -79,12 +74,10 @@ def apply_numpy_fix() -> list[str]:
 
     Only names this numpy lacks are added; returns them. On Python 3.12+ a process whose
     site-packages were installed after it started (a hosted notebook's setup cell) has no
-    ``distutils`` yet, which MXNet imports: importing setuptools provides it.
-    """
+    ``distutils`` yet, which MXNet imports: importing setuptools provides it."""
     namespace = vars(numpy)
     added = [name for name in NUMPY_NAMES_MXNET_READS if name not in namespace]
-    for name in added:
-        namespace[name] = NUMPY_NAMES_MXNET_READS[name]
+    namespace.update({name: NUMPY_NAMES_MXNET_READS[name] for name in added})
     if importlib.util.find_spec("distutils") is None:
         importlib.import_module("setuptools")
     return added
@@ -93,10 +86,8 @@ def apply_numpy_fix() -> list[str]:
 def mxnet_tuning(environ: dict[str, str] | None = None) -> dict[str, str]:
     """The settings ``import_mxnet`` adds for MXNet's speed, given the environment.
 
-    All physical cores unless ``OMP_NUM_THREADS`` or ``MXNET_OMP_MAX_THREADS`` is set, and
-    a safe OpenBLAS kernel set unless ``OPENBLAS_CORETYPE`` is; nothing at all when
-    ``SERIES_MXNET_TUNING=0``.
-    """
+    All physical cores unless ``OMP_NUM_THREADS`` or ``MXNET_OMP_MAX_THREADS`` is set, and a safe
+    OpenBLAS kernel set unless ``OPENBLAS_CORETYPE`` is; nothing when ``SERIES_MXNET_TUNING=0``."""
     env = dict(os.environ) if environ is None else environ
     if env.get(TUNING_ENV, "1") == "0":
         return {}
@@ -155,10 +146,8 @@ def environment_while(set_vars: Mapping[str, str] | None = None,
                       unset: Iterable[str] = ()) -> Iterator[None]:
     """Set ``set_vars`` and remove ``unset`` in this process's environment for the block.
 
-    Afterwards exactly those variables get their old values back; whatever else changed
-    meanwhile (a library that set a variable while it loaded) stays. Children started
-    inside the block inherit the changes.
-    """
+    Afterwards exactly those variables get their old values back; anything else changed meanwhile (a
+    library that set one while it loaded) stays. Children started in the block inherit them."""
     set_vars, unset = dict(set_vars or {}), tuple(unset)
     saved = {k: os.environ.get(k) for k in {*set_vars, *unset}}
     try:
@@ -175,8 +164,7 @@ def environment_while(set_vars: Mapping[str, str] | None = None,
 
 
 def mxnet_route() -> mxnet_gpu.MXNetRoute:
-    """How this process gets its MXNet: the route it was imported with, or will be (which
-    may run the MXNet GPU route's probe once for the session)."""
+    """The MXNet route this process was, or will be, imported with (may run its probe once)."""
     return mxnet_gpu.route()
 
 
@@ -193,8 +181,7 @@ def import_tensorflow(keras: bool = True) -> ModuleType:
     not start the runtime, so logical devices can still be configured. ``keras=False``, before
     TensorFlow's first import, says Keras is the legacy ``tf_keras`` (``TF_USE_LEGACY_KERAS=1``),
     which is missing, so TensorFlow skips Keras and ``tf.keras`` is unusable in the process
-    (left alone where ``tf_keras`` is installed: it would load).
-    """
+    (left alone where ``tf_keras`` is installed: it would load)."""
     if not keras and "tensorflow" not in sys.modules and \
             importlib.util.find_spec("tf_keras") is None:
         os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")

@@ -8,8 +8,7 @@ psutil, nvidia-smi and package metadata, never by importing a framework (no star
 
 At the same bottom: the checks of values a learner types (profiles, ``benchmark``,
 cluster constructors, worker flags), reported at once and in words; they refuse bools
-(``isinstance(True, int)`` holds) and NaN or infinity.
-"""
+(``isinstance(True, int)`` holds) and NaN or infinity."""
 
 from __future__ import annotations
 
@@ -29,8 +28,7 @@ from typing import Any
 import psutil
 
 PACKAGES = ("tensorflow", "mxnet", "numpy", "nbval", "pytest")
-#: A CUDA build of MXNet stands in for the ``mxnet`` pin.
-_ALIASES = {"mxnet": ("mxnet", "mxnet-cu117", "mxnet-cu112")}
+_ALIASES = {"mxnet": ("mxnet", "mxnet-cu117", "mxnet-cu112")}  # a CUDA build stands in for it
 
 
 def package_version(package: str) -> str | None:
@@ -80,8 +78,7 @@ def smi_output(*args: str) -> str | None:
 
 def query_nvidia_smi(fields: str) -> list[list[str]] | None:
     """``nvidia-smi --query-gpu=FIELDS`` as rows of strings; None without a working driver."""
-    out = smi_output(f"--query-gpu={fields}", "--format=csv,noheader")
-    if out is None:
+    if (out := smi_output(f"--query-gpu={fields}", "--format=csv,noheader")) is None:
         return None
     return [[part.strip() for part in line.split(",")] for line in out.strip().splitlines()]
 
@@ -91,17 +88,11 @@ def suggested_coretype(flags: set[str] | None = None) -> str | None:
     OpenBLAS takes the best set it has below one it was not built with: MXNet's 0.3.13
     answers ``SkylakeX`` with its ``Haswell`` kernels (AVX2 + FMA)."""
     flags = cpu_flags() if flags is None else flags
-    if "avx512f" in flags:
-        return "SkylakeX"
-    if {"avx2", "fma"} <= flags:
-        return "Haswell"
-    if "avx" in flags:
-        return "Sandybridge"
-    return None
+    return ("SkylakeX" if "avx512f" in flags else "Haswell" if {"avx2", "fma"} <= flags
+            else "Sandybridge" if "avx" in flags else None)
 
 
-#: The largest CUDA JIT cache the CUDA Programming Guide allows (4 GiB; the default is 1 GiB).
-JIT_CACHE_MAXSIZE = str(2**32)
+JIT_CACHE_MAXSIZE = str(2**32)  # the largest the CUDA Programming Guide allows (default 1 GiB)
 
 
 @functools.cache
@@ -112,8 +103,7 @@ def share_jit_cache(tf: Any) -> str:
     driver JIT-compiles for minutes (tensorflow#60739) into a cache too small by default, so
     every process compiled again (SASS for X.y runs on X.z, z >= y). Sets ``CUDA_CACHE_PATH``
     (``~/.cache/pdl-series/cuda``) and ``CUDA_CACHE_MAXSIZE`` unless set, before CUDA starts
-    (``import_tensorflow`` calls it first; children inherit them). Returns the banner's line.
-    """
+    (``import_tensorflow`` calls it first; children inherit them). Returns the banner's line."""
     rows = [(r[0], *map(int, r[-1].split("."))) for r in query_nvidia_smi("name,compute_cap")
             or [] if re.fullmatch(r"\d+\.\d+", r[-1])]
     built = tf.sysconfig.get_build_info().get("cuda_compute_capabilities", []) if rows else []
@@ -136,17 +126,13 @@ def share_jit_cache(tf: Any) -> str:
 def describe_machine() -> dict[str, Any]:
     """Everything a result states about the machine, as plain JSON values."""
     smi = query_nvidia_smi("index,name,memory.total")
-    return {
-        "cpu": _cpuinfo("model name") or platform.processor() or platform.machine(),
-        "logical_cpus": cpu_cores(),
-        "physical_cores": physical_cores(),
-        "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
-        "gpus": [] if smi is None else [f"{row[1]} ({row[2]})" for row in smi],
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "profile": os.environ.get("SERIES_PROFILE"),
-        "versions": {p: package_version(p) for p in PACKAGES},
-    }
+    return {"cpu": _cpuinfo("model name") or platform.processor() or platform.machine(),
+            "logical_cpus": cpu_cores(), "physical_cores": physical_cores(),
+            "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+            "gpus": [] if smi is None else [f"{row[1]} ({row[2]})" for row in smi],
+            "platform": platform.platform(), "python": platform.python_version(),
+            "profile": os.environ.get("SERIES_PROFILE"),
+            "versions": {p: package_version(p) for p in PACKAGES}}
 
 
 # -- Checks of the values learners type.
@@ -170,15 +156,11 @@ def require_number(name: str, value: object, *, minimum: float | None = None,
                    hint: str = "") -> float:
     """``value`` as a float if it is a finite number (not a bool) within the bounds
     (``minimum`` and ``maximum`` inclusive, ``above`` exclusive), else ValueError."""
-    bounds = [f"> {above:g}" if above is not None else "",
-              f">= {minimum:g}" if minimum is not None else "",
-              f"<= {maximum:g}" if maximum is not None else ""]
-    expected = " and ".join(b for b in bounds if b)
+    expected = " and ".join(f"{op} {bound:g}" for op, bound in (
+        (">", above), (">=", minimum), ("<=", maximum)) if bound is not None)
     problem = ValueError(f"{name} must be a {'finite ' if not expected else ''}number"
                          f"{' ' + expected if expected else ''}, not {value!r}{_with(hint)}")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise problem
-    x = float(value)
+    x = math.nan if isinstance(value, bool) or not isinstance(value, (int, float)) else float(value)
     if not math.isfinite(x) or (above is not None and not x > above) or (
             minimum is not None and x < minimum) or (maximum is not None and x > maximum):
         raise problem

@@ -1,8 +1,7 @@
-"""Measuring: synchronised timing, copy bandwidth, a pipeline's timeline, and which BLAS
-multiplies with how many threads (notebooks 03-05, 12 and 13). Every timed region ends with
-the framework's synchronisation (MXNet's engine is asynchronous on the CPU too); warm-up
-first, then repeats, reported as median and spread. ``python -m helpers.measure SIZE REPEAT``
-is the fresh process of :func:`probe_mxnet_dot`."""
+"""Measuring: synchronised timing, copy bandwidth, a pipeline's timeline, and which BLAS multiplies
+with how many threads (notebooks 03-05, 12 and 13). Every timed region ends with the framework's
+synchronisation (MXNet's engine is asynchronous on the CPU too); warm-up first, then repeats: median
+and spread. ``python -m helpers.measure SIZE REPEAT`` is :func:`probe_mxnet_dot`'s child."""
 
 from __future__ import annotations
 
@@ -45,17 +44,14 @@ SYNCS: dict[str, Callable[[Any], None]] = {
 
 
 def resolve_sync(sync: str | Callable[[Any], None]) -> Callable[[Any], None]:
-    """A framework's name (``"none"``: NumPy, done when the call returns) or a callable that
-    receives the timed function's result."""
-    if callable(sync):
-        return sync
-    return SYNCS[require_choice("sync", sync, list(SYNCS), "or give a function of the result")]
+    """A framework's name (``"none"``: NumPy, done on return) or a callable given the result."""
+    return sync if callable(sync) else SYNCS[
+        require_choice("sync", sync, list(SYNCS), "or give a function of the result")]
 
 
 @dataclass
 class TimingResult:
     """Repeated timings of one piece of work, with optional work counts for rates."""
-
     label: str
     samples: list[float] = field(default_factory=list)
     flops: float | None = None
@@ -83,8 +79,7 @@ class TimingResult:
 def benchmark(fn: Callable[[], Any], *, sync: str | Callable[[Any], None], warmup: int = 1,
               repeat: int = 5, flops: float | None = None, nbytes: float | None = None,
               label: str = "") -> TimingResult:
-    """Run ``fn`` ``warmup`` times untimed, then ``repeat`` times timed, each ending in ``sync``
-    (``"mxnet"``, ``"tensorflow"``, ``"none"`` or a callable given ``fn``'s result)."""
+    """Run ``fn`` ``warmup`` times untimed, then ``repeat`` times timed, each ending in ``sync``."""
     if not callable(fn):
         raise ValueError(f"benchmark needs a function to call, not {fn!r}")
     wait = resolve_sync(sync)
@@ -130,8 +125,7 @@ def bar_timings(results: Sequence[TimingResult], title: str = "", unit: str = "m
     upper = [(r.worst - r.median) * k for r in results]
     ax.bar([r.label for r in results], [r.median * k for r in results], yerr=[lower, upper],
            capsize=4, color="tab:blue")
-    ax.set_ylabel(f"time ({unit}, median; bars: min-max)")
-    ax.set_title(title)
+    ax.set(ylabel=f"time ({unit}, median; bars: min-max)", title=title)
     fig.tight_layout()
     return fig
 
@@ -145,9 +139,7 @@ BIG_BYTES = 64 * MB
 
 @dataclass(frozen=True)
 class CopyRoute:
-    """One way of copying: how to allocate ``make(count) -> (src, dst)``, how to copy, and
-    how to wait for the copy."""
-
+    """One way of copying: how to allocate ``make(count) -> (src, dst)``, copy, and wait."""
     name: str
     make: Callable[[int], tuple[Any, Any]]
     copy: Callable[[Any, Any], Any]
@@ -157,7 +149,6 @@ class CopyRoute:
 @dataclass
 class Sweep:
     """Timings of every route at every size (float32 arrays), as a table, rates and a plot."""
-
     sizes_bytes: list[float]
     results: dict[str, list[TimingResult]] = field(default_factory=dict)
 
@@ -221,7 +212,6 @@ def copy_sweep(routes: Sequence[CopyRoute], sizes_mb: Sequence[float], *, warmup
 @dataclass(frozen=True)
 class Span:
     """One forward (``"F"``) or backward (``"B"``) call of a stage on a micro-batch."""
-
     stage: int
     microbatch: int
     phase: str
@@ -232,7 +222,6 @@ class Span:
 @dataclass
 class Timeline:
     """Every span of one pipelined batch, with times relative to the first start."""
-
     stages: int
     microbatches: int
     spans: list[Span] = field(default_factory=list)
@@ -296,9 +285,8 @@ def blas_libraries() -> Table:
 
     table = Table(["used by", "library", "version", "kernels", "threads", "threading"])
     for info in threadpool_info():
-        table.append([_owner(info["filepath"]), info.get("internal_api"), info.get("version"),
-                      info.get("architecture"), info.get("num_threads"),
-                      info.get("threading_layer")])
+        table.append([_owner(info["filepath"]), *(info.get(key) for key in (
+            "internal_api", "version", "architecture", "num_threads", "threading_layer"))])
     return table
 
 
@@ -335,18 +323,15 @@ def _thread_ticks() -> dict[str, int]:
 def busy_threads(fn: Callable[[], Any], min_seconds: float = 0.3,
                  share: float = 0.25) -> int | None:
     """How many threads of this process did real work while ``fn`` (which must wait for its own
-    result) ran again and again for ``min_seconds``, the kernel counting CPU time in 10 ms
-    ticks: those with at least ``share`` of the busiest one's time. None with too little CPU
-    time to tell."""
+    result) ran again and again for ``min_seconds``, the kernel counting CPU time in 10 ms ticks:
+    those with at least ``share`` of the busiest one's time. None if too little CPU time to tell."""
     fn()  # threads start lazily; let them exist before counting
     before, start = _thread_ticks(), time.perf_counter()
     while time.perf_counter() - start < min_seconds:
         fn()
     used = [t - before.get(tid, 0) for tid, t in _thread_ticks().items()]
-    top = max(used, default=0)
-    if top < 5:  # under 50 ms of CPU time in the busiest thread: too little to tell
-        return None
-    return sum(1 for t in used if t >= share * top)
+    top = max(used, default=0)  # under 50 ms of CPU time in the busiest thread: too little to tell
+    return None if top < 5 else sum(1 for t in used if t >= share * top)
 
 
 def cpu_seconds_per_call(fn: Callable[[], Any], min_seconds: float = 0.3) -> float:
@@ -397,8 +382,7 @@ def _probe(size: int, repeat: int) -> dict[str, Any]:
         out[f"cpu_gflops_{name}"] = 2.0 * size**3 / cpu_seconds_per_call(fn) / 1e9
         out[f"threads_{name}"] = busy_threads(fn)
     libraries = blas_libraries()
-    return {**out, "kernels_mxnet": kernels_of(libraries, "mxnet"),
-            "kernels_numpy": kernels_of(libraries, "numpy")}
+    return out | {f"kernels_{name}": kernels_of(libraries, name) for name in ("mxnet", "numpy")}
 
 
 if __name__ == "__main__":

@@ -6,8 +6,7 @@ MXNet gets its CPU wheel, and the GPU build is a side directory off ``sys.path``
 after a probe in a child process passed (a crash costs the child, never the kernel); the
 verdict is cached in a temporary file, one answer per session. ``LD_LIBRARY_PATH`` is read
 when a process starts, so :func:`load_cuda_libraries` loads each library by its full path,
-TensorFlow's newer copy where it ships the same name (same name, same binary interface).
-"""
+TensorFlow's newer copy where it ships the same name (same name, same binary interface)."""
 
 from __future__ import annotations
 
@@ -48,13 +47,11 @@ CUDA_LIBRARIES: tuple[tuple[str, str], ...] = (
     ("libcudnn.so.8", "nvidia-cudnn-cu11"), ("libcufft.so.10", "nvidia-cufft-cu11"),
     ("libcurand.so.10", "nvidia-curand-cu11"), ("libcusparse.so.11", "nvidia-cusparse-cu11"),
     ("libcusolver.so.11", "nvidia-cusolver-cu11"), ("libnccl.so.2", "nvidia-nccl-cu11"),
-    ("libnvToolsExt.so.1", "nvidia-nvtx-cu11"),
-)
-_REASONS = {"incomplete": "libraries are missing from it",
-            "missing-libraries": "a library it needs is missing",
-            "no-driver": "no NVIDIA driver", "no-kernel-image": "no kernels for this GPU",
-            "driver-too-old": "the NVIDIA driver is too old", "timeout": "its probe timed out",
-            "failed": "its probe failed"}
+    ("libnvToolsExt.so.1", "nvidia-nvtx-cu11"))
+_REASONS = {"incomplete": "libraries are missing from it", "failed": "its probe failed",
+            "missing-libraries": "a library it needs is missing", "no-driver": "no NVIDIA driver",
+            "no-kernel-image": "no kernels for this GPU", "timeout": "its probe timed out",
+            "driver-too-old": "the NVIDIA driver is too old"}
 _MISSING_LIBRARY = re.compile(r"(lib[\w.+-]+?\.so[\d.]*): cannot open shared object file")
 
 
@@ -78,7 +75,6 @@ def runs_mxnet_kernels(capability: tuple[int, int] | None) -> bool | None:
 class MXNetRoute:
     """Which MXNet build this process uses (``gpu``: the side directory's, or ``cpu``) and why:
     ``verdict`` is ``ok``, ``not-installed``, ``disabled`` or a key of ``_REASONS``."""
-
     build: str
     verdict: str
     side_dir: str | None = None
@@ -106,8 +102,7 @@ class MXNetRoute:
         """Why MXNet fell back to the CPU and what to do, one paragraph ('' if nothing failed)."""
         if self.on_gpu or self.verdict in ("not-installed", "disabled"):
             return ""
-        head = ("MXNet runs on the CPU wheel here: the MXNet GPU route in "
-                f"{shown(self.side_dir)} ")
+        head = f"MXNet runs on the CPU wheel here: the MXNet GPU route in {shown(self.side_dir)} "
         tail = " TensorFlow keeps the GPUs; MXNet's results are the same, only slower."
         if self.verdict in ("incomplete", "missing-libraries"):
             owner = {"libmxnet.so": "mxnet-cu117", **dict(CUDA_LIBRARIES)}
@@ -128,8 +123,7 @@ class MXNetRoute:
                     f'first kernel fails with "no kernel image is available". It runs on {runs}; '
                     "not on H100 or newer." + tail)
         if self.verdict == "driver-too-old":
-            return (head + "needs a newer NVIDIA driver (CUDA 11.7 runtime): "
-                    f"{self.detail}." + tail)
+            return head + f"needs a newer NVIDIA driver (CUDA 11.7 runtime): {self.detail}." + tail
         if self.verdict == "timeout":
             return head + f"gave its probe {self.detail}; the GPUs may be busy or hung." + tail
         return head + f"failed its probe {self.detail}." + tail
@@ -156,17 +150,15 @@ def _is_loaded(name: str) -> bool:
 
 def library_plan(root: Path, shared: list[Path] | None = None,
                  loaded: Callable[[str], bool] = _is_loaded) -> list[Path]:
-    """The files :func:`load_cuda_libraries` loads, in order: for each name not ``loaded``
-    yet, TensorFlow's copy from ``shared`` (its ``nvidia/*/lib``) if any, then the side
-    directory's."""
+    """The files :func:`load_cuda_libraries` loads, in order: for each name not ``loaded`` yet,
+    TensorFlow's copy from ``shared`` (its ``nvidia/*/lib``) if any, then the side directory's."""
     if shared is None:
         spec = importlib.util.find_spec("nvidia")
         roots = (spec.submodule_search_locations or []) if spec else []
         shared = sorted(lib for r in roots for lib in Path(r).glob("*/lib"))
     own, plan = sorted(root.glob("nvidia/*/lib")), []
     for name, _package in CUDA_LIBRARIES:
-        mine = _find(name, own)
-        if mine is None:
+        if (mine := _find(name, own)) is None:
             raise FileNotFoundError(f"{name} is not in {shown(root)}: {INSTALL_COMMAND}")
         if not loaded(mine.name):
             plan.extend(p for p in (_find(mine.name, shared), mine) if p is not None)
@@ -215,8 +207,7 @@ def classify(returncode: int | None, stdout: str, stderr: str, root: Path) -> MX
     cards = tuple((str(c[0]), tuple(c[1]) if c[1] else None) for c in report.get("cards", []))
     common = {"side_dir": str(root), "cards": cards}
     if returncode is None:
-        return MXNetRoute("cpu", "timeout", detail=f"no answer in {PROBE_TIMEOUT_S:g} s",
-                          **common)
+        return MXNetRoute("cpu", "timeout", detail=f"no answer in {PROBE_TIMEOUT_S:g} s", **common)
     if returncode == 0 and report.get("stage") == "ok":
         return MXNetRoute("gpu", "ok", gpus=int(report.get("gpus", 0)), **common)
     error = report.get("error") or _last_line(stderr) or f"exit code {returncode}"

@@ -4,8 +4,7 @@ its numbers saved as JSON.
 :class:`Table` renders as HTML in Jupyter and as aligned text under nbval. :func:`show_source`
 prints the lines of a worker program or a shared helper that a lesson teaches, read from the
 file itself so they never drift from what runs. :func:`save_results` writes a notebook's
-numbers with the machine that produced them, for ``make run``'s report.
-"""
+numbers with the machine that produced them, for ``make run``'s report."""
 
 from __future__ import annotations
 
@@ -59,8 +58,7 @@ class Table:
     def __str__(self) -> str:
         cells = [self.columns] + [[_cell(v) for v in row] for row in self.rows]
         widths = [max(len(r[i]) for r in cells) for i in range(len(self.columns))]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-                 for r in cells]
+        lines = ["  ".join(map(str.ljust, r, widths)).rstrip() for r in cells]
         lines.insert(1, "  ".join("-" * w for w in widths))
         return "\n".join(lines)
 
@@ -75,9 +73,8 @@ class Table:
 
 # -- Show the lines a lesson is about, from the running code itself.
 def source_of(obj: Any, start: str | None = None, end: str | None = None) -> str:
-    """The source of a function, class or module: a function or class without its docstring
-    (the notebook's text replaces it), or the part from the first line containing ``start``
-    to the first later line containing ``end``."""
+    """The source of a function, class or module (a function or class without its docstring: the
+    notebook's text replaces it), or from the first line with ``start`` to the next with ``end``."""
     text = textwrap.dedent(inspect.getsource(obj))
     lines = text.splitlines(keepends=True)
     if start is None and end is None:
@@ -88,13 +85,11 @@ def source_of(obj: Any, start: str | None = None, end: str | None = None) -> str
         return "".join(lines[:body[0].lineno - 1] + lines[body[0].end_lineno:])
     first, last = 0, len(lines)
     if start is not None:
-        found = [i for i, line in enumerate(lines) if start in line]
-        if not found:
+        if not (found := [i for i, line in enumerate(lines) if start in line]):
             raise ValueError(f"no line of {getattr(obj, '__name__', obj)} contains {start!r}")
         first = found[0]
     if end is not None:
-        found = [i for i, line in enumerate(lines[first:], first) if end in line]
-        if not found:
+        if not (found := [i for i, line in enumerate(lines[first:], first) if end in line]):
             raise ValueError(f"no line after {start!r} contains {end!r}")
         last = found[0] + 1
     return textwrap.dedent("".join(lines[first:last]))
@@ -166,10 +161,7 @@ def line_speedup(counts: Sequence[int], speedups: Mapping[str, Sequence[float]],
 
 # -- Draw ring all-reduce step by step: which device holds which part of which sum (11).
 State = list[list[frozenset[int]]]  # state[device][chunk] = devices summed in that chunk
-
-
-#: The four operations of the ring on sets of device numbers instead of tensors.
-Contributions = SimpleNamespace(
+Contributions = SimpleNamespace(  # the ring's four operations on sets of devices, not tensors
     move=lambda x, src, dst: x, add=lambda a, b, device: a | b,
     split=lambda x, parts: [x] * parts, concat=lambda chunks, device: list(chunks))
 
@@ -182,7 +174,6 @@ def contributions(devices: int) -> list[frozenset[int]]:
 @dataclass
 class RingSnapshots:
     """An ``on_step(label, chunks)`` callback that keeps a copy of every state."""
-
     steps: list[tuple[str, State]] = field(default_factory=list)
 
     def __call__(self, label: str, chunks: Sequence[Sequence[Any]]) -> None:
@@ -206,19 +197,16 @@ def draw_ring_steps(steps: Sequence[tuple[str, State]], title: str = "") -> Figu
             for c, chunk in enumerate(chunks):
                 x = d * (n + 1) + c
                 changed = previous is not None and previous[d][c] != chunk
-                ax.add_patch(Rectangle((x, y), 0.92, 0.8,
+                ax.add_patch(Rectangle((x, y), 0.92, 0.8, linewidth=2 if changed else 0.5,
                                        facecolor=cmap(0.15 + 0.8 * len(chunk) / n),
-                                       edgecolor="red" if changed else "grey",
-                                       linewidth=2 if changed else 0.5))
+                                       edgecolor="red" if changed else "grey"))
                 text = "all" if len(chunk) == n else "".join(str(i) for i in sorted(chunk))
-                ax.text(x + 0.46, y + 0.4, text, ha="center", va="center",
-                        fontsize=6 if n > 4 else 8,
-                        color="white" if len(chunk) > n / 2 else "black")
+                ax.text(x + 0.46, y + 0.4, text, fontsize=6 if n > 4 else 8, ha="center",
+                        va="center", color="white" if len(chunk) > n / 2 else "black")
         previous = state
     for d in range(n):
         ax.text(d * (n + 1) + n / 2, rows + 0.1, f"device {d}", ha="center", fontsize=9)
-    ax.set_xlim(-0.3, n * (n + 1))
-    ax.set_ylim(-0.2, rows + 0.6)
+    ax.set(xlim=(-0.3, n * (n + 1)), ylim=(-0.2, rows + 0.6))
     ax.axis("off")
     ax.set_title(title or f"Ring all-reduce on {n} devices: each box is one chunk, labelled with "
                           "the devices\nwhose values it sums (red outline: changed in that step)",

@@ -7,8 +7,7 @@ for a temporary file. Its Python side logs through ``logging`` (:func:`capture_l
 
 * graph placement (Session graphs, ``tf.function``): ``MatMul: (MatMul): /job:.../device:CPU:0``,
   on stdout and repeated on stderr with a log prefix;
-* eager execution: ``Executing op MatMul in device /job:.../device:CPU:0``, on stderr only.
-"""
+* eager execution: ``Executing op MatMul in device /job:.../device:CPU:0``, on stderr only."""
 
 from __future__ import annotations
 
@@ -31,7 +30,6 @@ from helpers.output import Table
 @dataclass
 class CapturedOutput:
     """Text written to each captured descriptor; filled in when the block ends."""
-
     stdout: str = ""
     stderr: str = ""
 
@@ -41,8 +39,7 @@ def _flush_everything() -> None:
 
     MXNet turns off C++/C stdio synchronisation when imported; ``std::cout`` (where TensorFlow
     prints graph placement) then keeps a buffer ``fflush`` does not reach, and only then is
-    flushing it safe (before a C++ library initialised it, the call would crash).
-    """
+    flushing it safe (before a C++ library initialised it, the call would crash)."""
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         with suppress(ValueError, OSError, AttributeError):
             stream.flush()  # type: ignore[union-attr]
@@ -85,8 +82,7 @@ def capture_log(logger_name: str) -> Iterator[list[logging.LogRecord]]:
 
     TensorFlow's ``ClusterCoordinator`` reports a failed worker through the ``tensorflow``
     logger, from its own threads, with lines of gRPC detail; a lesson shows the one line it
-    teaches. The level is left alone; the handlers are put back when the block ends.
-    """
+    teaches. The level is left alone; the handlers are put back when the block ends."""
     if not isinstance(logger_name, str) or not logger_name:
         raise ValueError(
             f"capture_log needs a logger name such as 'tensorflow', not {logger_name!r}")
@@ -110,7 +106,6 @@ _MAPPING_LINE = re.compile(r"^(Device mapping:|/job:\S+ -> device: )")
 @dataclass(frozen=True)
 class Placement:
     """One placed node: its name in the graph, its op type, its device, and which log."""
-
     name: str
     op: str
     device: str
@@ -125,20 +120,17 @@ def _clean(line: str) -> str:
 
 
 def parse_placement(stdout: str, stderr: str = "") -> list[Placement]:
-    """Placement records: graph lines from stdout (from stderr if stdout has none, so none
-    counts twice), eager lines from either."""
+    """Graph placement lines from stdout (else stderr: none counts twice), eager ones from both."""
     graph = stdout if any(_GRAPH_LINE.match(_clean(x)) for x in stdout.splitlines()) else stderr
     records = [Placement(m["name"], m["op"], m["device"], "graph")
                for m in map(_GRAPH_LINE.match, map(_clean, graph.splitlines())) if m]
-    return records + [Placement(m["op"], m["op"], m["device"], "eager") for m in
-                      map(_EAGER_LINE.match, map(_clean, (stdout + "\n" + stderr).splitlines()))
-                      if m]
+    eager = map(_EAGER_LINE.match, map(_clean, (stdout + "\n" + stderr).splitlines()))
+    return records + [Placement(m["op"], m["op"], m["device"], "eager") for m in eager if m]
 
 
 @dataclass
 class PlacementLog:
     """What a captured block placed, plus the raw text for anyone curious."""
-
     records: list[Placement] = field(default_factory=list)
     stdout: str = ""
     stderr: str = ""
@@ -163,23 +155,19 @@ class _EagerLineFilter:
 
     In a Jupyter kernel TensorFlow hands the eager ``Executing op`` lines and a Session's
     ``Device mapping:`` report to a log listener that writes through Python's ``sys.stdout``,
-    not descriptor 1. Text that might be the start of such a line is held until its line ends.
-    """
+    not descriptor 1. Text that might be the start of such a line is held until its line ends."""
 
     _STARTS = ("Executing op ", "Device mapping:", "/job:")
 
     def __init__(self, target: TextIO) -> None:
-        self.target, self.caught, self._pending = target, [], ""
-        self._lock = threading.Lock()
+        self.target, self.caught, self._pending, self._lock = target, [], "", threading.Lock()
 
     def write(self, text: str) -> int:
         with self._lock:
             *lines, self._pending = (self._pending + text).split("\n")
             for line in lines:
-                if _EAGER_LINE.match(_clean(line)) or _MAPPING_LINE.match(line):
-                    self.caught.append(line + "\n")
-                else:
-                    self.target.write(line + "\n")
+                caught = _EAGER_LINE.match(_clean(line)) or _MAPPING_LINE.match(line)
+                (self.caught.append if caught else self.target.write)(line + "\n")
             if self._pending and not any(s.startswith(self._pending) or
                                          self._pending.startswith(s) for s in self._STARTS):
                 self.target.write(self._pending)
@@ -192,9 +180,8 @@ class _EagerLineFilter:
 
 @contextmanager
 def capture_placement() -> Iterator[PlacementLog]:
-    """Capture fds 1 and 2 inside the block and parse the placement lines written there.
-    Eager lines written through Python's ``sys.stdout`` (a Jupyter kernel) are caught too;
-    other text Python prints inside the block still reaches the cell."""
+    """Capture fds 1 and 2 inside the block and parse the placement lines written there, those
+    written through Python's ``sys.stdout`` (a Jupyter kernel) too; other text reaches the cell."""
     log = PlacementLog()
     with capture_fds((1, 2)) as captured:
         original = sys.stdout

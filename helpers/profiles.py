@@ -5,8 +5,7 @@ experiments (10^4 x 10^4 matrices, n = 10) on GPUs. Every size a notebook uses c
 :class:`Profile`: ``ci`` (2-core CPU machines and the stored notebooks), ``laptop`` (4 or
 more cores) or ``gpu`` (the sources' sizes, with notebook 04's matrix side shrunk in steps of
 1000 where 10^4 x 10^4 does not fit the smallest card). The hardware chooses, unless
-``SERIES_PROFILE`` or a papermill ``parameters`` cell (``profile = "laptop"``) names one.
-"""
+``SERIES_PROFILE`` or a papermill ``parameters`` cell (``profile = "laptop"``) names one."""
 
 from __future__ import annotations
 
@@ -30,7 +29,6 @@ SHRINK_VAR = "SERIES_SHRINK"
 @dataclass(frozen=True)
 class Profile:
     """Sizes and counts used by the notebooks. Field comments say which notebook uses them."""
-
     name: str
     description: str
     warmup: int  # timing: untimed runs first
@@ -69,67 +67,42 @@ class Profile:
 
 PROFILES: dict[str, Profile] = {
     "ci": Profile(
-        name="ci",
-        description="2-core CPU machine: small sizes, the whole series in minutes",
-        warmup=1, repeat=5,
-        copy_sizes_mb=(0.004, 0.064, 1.0, 16.0, 64.0),
-        matmul_sizes=(16, 128, 1024),
-        log_steps=1000,
-        matpow_size=512, matpow_n=10,
+        name="ci", description="2-core CPU machine: small sizes, the whole series in minutes",
+        warmup=1, repeat=5, copy_sizes_mb=(0.004, 0.064, 1.0, 16.0, 64.0),
+        matmul_sizes=(16, 128, 1024), log_steps=1000, matpow_size=512, matpow_n=10,
         image_size=32, batch_per_replica=32, train_examples=1024, epochs=2,
-        replica_counts=(1, 2), timed_examples=256,
-        cluster_workers=2, cluster_steps=30,
+        replica_counts=(1, 2), timed_examples=256, cluster_workers=2, cluster_steps=30,
         scaling_workers=(1, 2, 3),  # 3 workers already outnumber the 2 cores
         message_sizes_kb=(1, 16, 256, 4096),
-        collective_devices=4, collective_elements=4 * 4096,
-        collective_sizes_kb=(4, 256, 4096), collective_workers=(1, 2, 4), fusion_tensors=16,
+        collective_devices=4, collective_elements=4 * 4096, collective_workers=(1, 2, 4),
+        collective_sizes_kb=(4, 256, 4096), fusion_tensors=16,
         roofline_elements=2**24, step_batches=(8, 32, 128, 512, 2048, 8192), micro_batches=4,
-        memory_width=1024, memory_layers=16, memory_batch=256,
-        pipeline_width=1024, pipeline_batch=256, pipeline_microbatches=(1, 2, 4, 8),
-        tensor_parallel_size=1024,
-    ),
+        memory_width=1024, memory_layers=16, memory_batch=256, tensor_parallel_size=1024,
+        pipeline_width=1024, pipeline_batch=256, pipeline_microbatches=(1, 2, 4, 8)),
     "laptop": Profile(
-        name="laptop",
-        description="CPU machine with 4+ cores: larger sizes, still minutes",
-        warmup=2, repeat=7,
-        copy_sizes_mb=(0.004, 0.064, 1.0, 16.0, 256.0, 1024.0),
-        matmul_sizes=(16, 128, 1024, 2048),
-        log_steps=1000,
-        matpow_size=2000, matpow_n=10,
+        name="laptop", description="CPU machine with 4+ cores: larger sizes, still minutes",
+        warmup=2, repeat=7, copy_sizes_mb=(0.004, 0.064, 1.0, 16.0, 256.0, 1024.0),
+        matmul_sizes=(16, 128, 1024, 2048), log_steps=1000, matpow_size=2000, matpow_n=10,
         image_size=48, batch_per_replica=32, train_examples=2048, epochs=2,
-        replica_counts=(1, 2, 4), timed_examples=1024,
-        cluster_workers=2, cluster_steps=100,
-        scaling_workers=(1, 2, 4),
-        message_sizes_kb=(1, 16, 256, 4096, 65536),
-        collective_devices=4, collective_elements=4 * 65536,
-        collective_sizes_kb=(4, 256, 4096, 16384), collective_workers=(1, 2, 4),
-        fusion_tensors=64,
+        replica_counts=(1, 2, 4), timed_examples=1024, cluster_workers=2, cluster_steps=100,
+        scaling_workers=(1, 2, 4), message_sizes_kb=(1, 16, 256, 4096, 65536),
+        collective_devices=4, collective_elements=4 * 65536, collective_workers=(1, 2, 4),
+        collective_sizes_kb=(4, 256, 4096, 16384), fusion_tensors=64,
         roofline_elements=2**25, step_batches=(8, 32, 128, 512, 2048, 8192), micro_batches=4,
-        memory_width=1024, memory_layers=16, memory_batch=1024,
-        pipeline_width=1024, pipeline_batch=1024, pipeline_microbatches=(1, 2, 4, 8, 16),
-        tensor_parallel_size=2048,
-    ),
+        memory_width=1024, memory_layers=16, memory_batch=1024, tensor_parallel_size=2048,
+        pipeline_width=1024, pipeline_batch=1024, pipeline_microbatches=(1, 2, 4, 8, 16)),
     "gpu": Profile(
-        name="gpu",
-        description="one or more GPUs: the sources' full sizes",
-        warmup=2, repeat=10,
-        copy_sizes_mb=(0.004, 0.064, 1.0, 16.0, 256.0, 1024.0),
-        matmul_sizes=(16, 128, 1024, 4096),
-        log_steps=1000,
-        matpow_size=10000, matpow_n=10,
+        name="gpu", description="one or more GPUs: the sources' full sizes",
+        warmup=2, repeat=10, copy_sizes_mb=(0.004, 0.064, 1.0, 16.0, 256.0, 1024.0),
+        matmul_sizes=(16, 128, 1024, 4096), log_steps=1000, matpow_size=10000, matpow_n=10,
         image_size=150, batch_per_replica=64, train_examples=8192, epochs=3,
-        replica_counts=(1, 2, 4, 8), timed_examples=8192,
-        cluster_workers=2, cluster_steps=200,
-        scaling_workers=(1, 2, 4),
-        message_sizes_kb=(1, 16, 256, 4096, 65536),
-        collective_devices=4, collective_elements=4 * 262144,
-        collective_sizes_kb=(4, 256, 4096, 65536), collective_workers=(1, 2, 4),
-        fusion_tensors=128,
+        replica_counts=(1, 2, 4, 8), timed_examples=8192, cluster_workers=2, cluster_steps=200,
+        scaling_workers=(1, 2, 4), message_sizes_kb=(1, 16, 256, 4096, 65536),
+        collective_devices=4, collective_elements=4 * 262144, collective_workers=(1, 2, 4),
+        collective_sizes_kb=(4, 256, 4096, 65536), fusion_tensors=128,
         roofline_elements=2**26, step_batches=(16, 64, 256, 1024, 4096, 16384), micro_batches=4,
-        memory_width=2048, memory_layers=16, memory_batch=2048,
-        pipeline_width=2048, pipeline_batch=1024, pipeline_microbatches=(1, 2, 4, 8, 16),
-        tensor_parallel_size=8192,
-    ),
+        memory_width=2048, memory_layers=16, memory_batch=2048, tensor_parallel_size=8192,
+        pipeline_width=2048, pipeline_batch=1024, pipeline_microbatches=(1, 2, 4, 8, 16)),
 }
 
 
@@ -148,10 +121,9 @@ def require_fits_in_memory(size: int, matrices: int = 8, available: int | None =
     need = matrices * size * size * 4
     available = psutil.virtual_memory().available if available is None else available
     if need > available:
-        raise ValueError(
-            f"{matrices} matrices of {size} x {size} take {need / 2**30:.1f} GiB but this "
-            f"machine has {available / 2**30:.1f} GiB free; use a size of at most "
-            f"{math.isqrt(available // (matrices * 4))}")
+        raise ValueError(f"{matrices} matrices of {size} x {size} take {need / 2**30:.1f} GiB but "
+                         f"this machine has {available / 2**30:.1f} GiB free; use a size of at "
+                         f"most {math.isqrt(available // (matrices * 4))}")
     return need
 
 
@@ -160,8 +132,7 @@ def matpow_gpu_mb(size: int, cards: int, mxnet_on_gpu: bool) -> int:
 
     On one card both of TensorFlow's virtual GPUs live there, and the single-device run puts
     both chains plus the sum on one of them (three chains each); with two or more cards the
-    busiest holds three chains. MXNet's pair adds two chains on ``gpu(0)`` when it runs there.
-    """
+    busiest holds three chains. MXNet's pair adds two chains on ``gpu(0)`` when it runs there."""
     tensorflow = device_memory_mb(size, chains=3) * (2 if cards == 1 else 1)
     return tensorflow + (device_memory_mb(size, chains=2) if mxnet_on_gpu else 0)
 
@@ -175,10 +146,9 @@ def fit_gpu_profile(profile: Profile, card_mb: list[int], mxnet_on_gpu: bool) ->
     if size == profile.matpow_size:
         return profile
     where = "with MXNet on the same card" if mxnet_on_gpu else "on this card"
-    return dataclasses.replace(
-        profile, matpow_size=size,
-        description=f"{profile.description}; matpow_size {size}: {profile.matpow_size} does "
-                    f"not fit {min(card_mb)} MiB {where}")
+    return dataclasses.replace(profile, matpow_size=size, description=(
+        f"{profile.description}; matpow_size {size}: {profile.matpow_size} does not fit "
+        f"{min(card_mb)} MiB {where}"))
 
 
 # -- A big profile's code paths on a small machine (``make run PROFILE=gpu SHRINK=16``).
@@ -194,12 +164,11 @@ _AMOUNTS = ("copy_sizes_mb", "batch_per_replica", "train_examples", "timed_examp
 
 
 def shrink(profile: Profile, factor: int) -> Profile:
-    """``profile`` with every amount divided by ``factor`` and every side by its square root,
-    every count kept: the ``gpu`` profile's loops (8 replicas, 5 micro-batch counts, its
-    batch sizes) run on a CPU in minutes. It checks that the notebooks' code and arithmetic
-    hold at that profile's shapes; its timings say nothing about a GPU, and its description
-    says so. Values stay multiples of what divides them (examples of global batches, batches
-    of micro-batches) because both sides shrink by the same factor."""
+    """``profile`` with every amount divided by ``factor`` and every side by its square root, every
+    count kept: the ``gpu`` profile's loops (8 replicas, 5 micro-batch counts, its batch sizes) run
+    on a CPU in minutes. It checks the notebooks' code and arithmetic at that profile's shapes; its
+    timings say nothing about a GPU (its description says so). Values stay multiples of what divides
+    them (examples of global batches, batches of micro-batches) as both shrink by one factor."""
     if factor not in (1, 4, 16, 64):
         raise ValueError(f"${SHRINK_VAR} must be 1, 4, 16 or 64, not {factor!r}: a square "
                          "power of two keeps every side whole and every batch divisible")
@@ -214,10 +183,9 @@ def shrink(profile: Profile, factor: int) -> Profile:
 
     changes = {f: scaled(getattr(profile, f), side, 16) for f in _SIDES}
     changes |= {f: scaled(getattr(profile, f), factor, 1) for f in _AMOUNTS}
-    return dataclasses.replace(
-        profile, **changes,
-        description=f"{profile.description}; shrunk {factor}x ({SHRINK_VAR}): its code paths "
-                    "on this machine, not its timings")
+    return dataclasses.replace(profile, **changes, description=(
+        f"{profile.description}; shrunk {factor}x ({SHRINK_VAR}): its code paths on this machine, "
+        "not its timings"))
 
 
 def detect_profile_name() -> str:
@@ -227,13 +195,11 @@ def detect_profile_name() -> str:
 #: (minimum, maximum, hint) of every int field; the other fields are non-empty tuples.
 _RANGES: dict[str, tuple[int, int | None, str]] = {
     "warmup": (0, 1000, ""), "repeat": (1, 1000, ""), "log_steps": (1, None, ""),
-    "matpow_size": (1, 100_000, ""),
+    "matpow_size": (1, 100_000, ""), "timed_examples": (1, None, ""),
     "matpow_n": (1, 200, "notebook 04's matpow recurses once per product"),
     "image_size": (16, 1024, "the CNN of notebook 05 halves the image four times"),
-    "batch_per_replica": (1, 65536, ""), "train_examples": (1, None, ""),
-    "epochs": (1, 1000, ""), "timed_examples": (1, None, ""),
-    "cluster_workers": (1, MAX_LOCAL_TASKS, LOCAL_TASKS_HINT), "cluster_steps": (1, None, ""),
-}
+    "batch_per_replica": (1, 65536, ""), "train_examples": (1, None, ""), "epochs": (1, 1000, ""),
+    "cluster_workers": (1, MAX_LOCAL_TASKS, LOCAL_TASKS_HINT), "cluster_steps": (1, None, "")}
 
 
 def _check_override(field: str, value: Any) -> None:
@@ -259,10 +225,9 @@ def _check_override(field: str, value: Any) -> None:
 
 
 def get_profile(name: str | None = None, **overrides: Any) -> Profile:
-    """The profile called ``name``, else ``$SERIES_PROFILE``, else the hardware's (the gpu
-    profile fitted to the GPUs TensorFlow will use, a MIG slice's memory rather than its
-    card's). Keyword arguments replace single fields (``get_profile("ci", matpow_n=4)``), each
-    checked here rather than deep inside a notebook."""
+    """The profile called ``name``, else ``$SERIES_PROFILE``, else the hardware's (the gpu profile
+    fitted to the GPUs TensorFlow uses, a MIG slice's memory, not its card's). Keyword arguments
+    replace fields (``get_profile("ci", matpow_n=4)``), checked here, not deep in a notebook."""
     chosen = name or os.environ.get(ENV_VAR) or detect_profile_name()
     if chosen not in PROFILES:
         source = "argument" if name else f"${ENV_VAR}"

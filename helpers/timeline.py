@@ -1,9 +1,8 @@
-"""What a profiler trace says about overlap (notebook 12, section 3): a timing says whether a
-step got faster, a trace says what ran when. ``tf.profiler.experimental`` writes one
-``*.xplane.pb`` per session (an ``XSpace``); on its host plane each executed op is an event
-``node:OpType`` on the thread that ran it. This module turns them into :class:`Span` objects
-placed on their graph devices, and measures per device how long the all-reduce was in flight
-inside the replica's backward pass."""
+"""What a profiler trace says about overlap (notebook 12, section 3): a timing says whether a step
+got faster, a trace says what ran when. ``tf.profiler.experimental`` writes one ``*.xplane.pb`` per
+session (an ``XSpace``); on its host plane each executed op is an event ``node:OpType`` on the
+thread that ran it. This module turns them into :class:`Span` objects placed on their graph devices,
+and measures per device how long the all-reduce was in flight inside the replica's backward pass."""
 
 from __future__ import annotations
 
@@ -21,8 +20,7 @@ from helpers.placement import capture_fds
 COLLECTIVE_TYPES = frozenset({"NcclAllReduce", "NcclReduce"} | {"Collective" + kind for kind in (
     "Reduce ReduceV2 ReduceV3 Gather GatherV2 AllToAllV2 AllToAllV3 BcastSend BcastRecv "
     "BcastSendV2 BcastRecvV2").split()})
-#: The name scope ``tf.GradientTape.gradient`` gives the ops of the backward pass.
-BACKWARD_SCOPE = "gradient_tape/"
+BACKWARD_SCOPE = "gradient_tape/"  # the name scope tf.GradientTape.gradient gives its ops
 #: The colour of each kind of op in :func:`draw_trace`.
 COLOURS = {"backward": "tab:blue", "collective": "tab:orange", "other": "silver"}
 
@@ -99,8 +97,7 @@ def host_spans(xspace: bytes, devices: Mapping[str, str]) -> list[Span]:
 
 
 def covered(intervals: Iterable[tuple[float, float]], window: tuple[float, float]) -> float:
-    """Length of the union of ``intervals`` inside ``window``: time during which at least one
-    of them was running, counted once however many ran at the same time."""
+    """Length of the union of ``intervals`` inside ``window``: time when at least one ran."""
     low, high = window
     clipped = sorted((max(a, low), min(b, high)) for a, b in intervals
                      if min(b, high) > max(a, low))

@@ -6,8 +6,7 @@ loop, because Keras 3's ``fit`` runs neither under ``MultiWorkerMirroredStrategy
 more workers nor under ``ParameterServerStrategy``. Data order is a pure function of
 ``(seed, step)``, so a run resumed from a checkpoint sees the batches an uninterrupted run sees.
 The digits are MNIST when Keras has cached it, else the UCI digits bundled in
-``helpers/datasets/`` (1,797 real 8x8 scans): CI machines and many classrooms have no internet.
-"""
+``helpers/datasets/`` (1,797 real 8x8 scans): CI machines and many classrooms have no internet."""
 
 from __future__ import annotations
 
@@ -29,7 +28,6 @@ DIGITS_FILE = Path(__file__).with_name("datasets") / "uci_digits.csv.gz"
 @dataclass(frozen=True)
 class Digits:
     """Images scaled to [0, 1] with a channel axis (N, H, W, 1), integer labels 0-9."""
-
     source: str
     x_train: np.ndarray
     y_train: np.ndarray
@@ -88,11 +86,9 @@ def build_model(input_shape: tuple[int, ...], classes: int = 10, seed: int = 0) 
     return keras.Sequential([
         keras.Input(shape=tuple(input_shape)),
         keras.layers.Conv2D(8, 3, padding="same", activation="relu", kernel_initializer=init(0)),
-        keras.layers.MaxPooling2D(2),
-        keras.layers.Flatten(),
+        keras.layers.MaxPooling2D(2), keras.layers.Flatten(),
         keras.layers.Dense(32, activation="relu", kernel_initializer=init(1)),
-        keras.layers.Dense(classes, kernel_initializer=init(2)),
-    ])
+        keras.layers.Dense(classes, kernel_initializer=init(2))])
 
 
 def make_optimizer(learning_rate: float = 0.01) -> Any:
@@ -131,16 +127,14 @@ def make_step_fn(model: Any, optimizer: Any, global_batch: int,
                  counter: Any) -> Callable[[Any, Any], Any]:
     """The per-replica step: forward, loss averaged over the *global* batch, backward, update.
 
-    Dividing by the global batch (``tf.nn.compute_average_loss``) rather than by the
-    replica's own batch is what makes the summed gradients of all replicas equal the
-    gradient of one big batch. Keras 3's optimizer all-reduces the gradients itself when
-    it runs in a replica context.
+    Dividing by the global batch (``tf.nn.compute_average_loss``) rather than by the replica's own
+    batch is what makes the summed gradients of all replicas equal the gradient of one big batch.
+    Keras 3's optimizer all-reduces the gradients itself when it runs in a replica context.
 
-    Returns ``(loss, staleness)``: the updates *other* workers applied between this step's
-    read of ``counter`` (before the weights) and its increment (once its update landed). A
-    mirrored strategy reads and increments it within one synchronous step, so there it is 0
-    by construction; only an asynchronous strategy (notebook 07) can make it larger.
-    """
+    Returns ``(loss, staleness)``: the updates *other* workers applied between this step's read of
+    ``counter`` (before the weights) and its increment (once its update landed). A mirrored strategy
+    reads and increments it within one synchronous step, so there it is 0 by construction; only an
+    asynchronous strategy (notebook 07) can make it larger."""
     tf = import_tensorflow()
     import keras  # noqa: PLC0415
 

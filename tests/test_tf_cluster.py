@@ -21,12 +21,12 @@ import pytest
 from test_processes import NEEDS_NETNS, machine_addresses
 
 from helpers.processes import (
-    unshare_command,
     describe_exit,
     isolation_problem,
     leftover_processes,
     port_accepts,
     port_bindable,
+    unshare_command,
 )
 from helpers.tf_cluster import (
     LocalTFCluster,
