@@ -60,7 +60,7 @@ def shaping_problem() -> str:
     try:
         with ShapedNetwork(2, "1gbit"):
             return ""
-    except (OSError, RuntimeError, TimeoutError) as err:
+    except (OSError, RuntimeError, TimeoutError, subprocess.SubprocessError) as err:
         return str(err).splitlines()[0]
 
 
@@ -73,9 +73,11 @@ class ShapedNetwork(ProcessGroup):
             raise ValueError(f"hosts={hosts!r}: a shaped network joins 2 to 64 hosts")
         self.hosts, self.rate, self.subnet = hosts, rate, subnet
         self.bits_per_second = bits_per_second(rate)
-        # tbf's bucket: 1 ms of traffic, at least two full-size packets. After a pause its
-        # bytes pass at once; a fuller bucket would blur the rate of short messages
-        self.burst = max(2 * 1514, int(self.bits_per_second / 8 / 1000))
+        # tbf's bucket, whose bytes pass at once after a pause: two frames up to 100 Mbit/s
+        # (one must fit: tbf drops a larger packet, but cuts a GSO one into frames), as a larger
+        # bucket lets short messages through at loopback speed; faster, 1 ms of traffic, or
+        # the kernel's timers cap the rate
+        self.burst = 2 * 1514 if self.bits_per_second <= 1e8 else int(self.bits_per_second / 8000)
         super().__init__("shaped-network")
 
     def __enter__(self) -> ShapedNetwork:
@@ -117,7 +119,8 @@ class ShapedNetwork(ProcessGroup):
                 inside = ["nsenter", f"--net=/proc/{proc.pid}/ns/net", "--"]
                 for where, device in (([], f"v{host}"), (inside, "eth0")):
                     self._run(*where, "tc", "qdisc", "add", "dev", device, "root", "tbf", "rate",
-                              self.rate, "burst", str(self.burst), "latency", "100ms")
+                              f"{self.bits_per_second:.0f}bit", "burst", str(self.burst),
+                              "latency", "100ms")
                 self._run(*inside, "ip", "addr", "add", f"{self.address(host)}/24", "dev", "eth0")
                 self._run(*inside, "ip", "link", "set", "eth0", "up")
         except BaseException:
@@ -129,18 +132,21 @@ class ShapedNetwork(ProcessGroup):
 
     def measure(self, seconds: float = 0.5, src: int = 1, dst: int = 0) -> float:
         """Bits per second from host ``src`` to ``dst``, as a program there sees them: a
-        transfer of about ``seconds`` at the set rate, timed by the receiver."""
+        transfer of about ``seconds`` at the set rate, timed by the receiver. Both ends are
+        processes of this group: they end with it, or with this process."""
         nbytes = max(1 << 20, int(self.bits_per_second / 8 * seconds))
-        receiver = subprocess.Popen([*self.enter(dst), sys.executable, "-c", _RECEIVE,
-                                     self.address(dst), "5999"], stdout=subprocess.PIPE, text=True)
+        ends = {"receiver": [*self.enter(dst), sys.executable, "-c", _RECEIVE, self.address(dst)],
+                "sender": [*self.enter(src), sys.executable, "-c", _SEND, self.address(dst)]}
         try:
-            receiver.stdout.readline()  # type: ignore[union-attr]
-            subprocess.run([*self.enter(src), sys.executable, "-c", _SEND, self.address(dst),
-                            "5999", str(nbytes)], check=True, timeout=60 + 20 * seconds)
-            took, got = receiver.communicate(timeout=30)[0].split()
+            receiver = self.start("receiver", [*ends["receiver"], "5999"])
+            self.wait_until(receiver, lambda: "listening" in receiver.log(), 30, "listening")
+            self.start("sender", [*ends["sender"], "5999", str(nbytes)])
+            self.wait(["sender", "receiver"], timeout=60 + 20 * seconds)
+            took, got = receiver.log().split()[-2:]
         finally:
-            receiver.kill()
-            receiver.wait()
+            for name in ("sender", "receiver"):
+                if name in self.processes and self.processes[name].alive:
+                    self.kill(name)
         return 8 * int(got) / float(took)
 
     def __repr__(self) -> str:

@@ -17,6 +17,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from test_tf_cluster import FAKE_WORKER, _alive
 
@@ -137,7 +138,12 @@ def test_nothing_is_left_after_a_kill_in_the_middle_of_a_run(fake_module, tmp_pa
     child = subprocess.Popen([sys.executable, "-c", KILLED_MID_RUN, module], cwd=ROOT,
                              env={**os.environ, **env}, stdout=subprocess.PIPE, text=True)
     *pids, switch = map(int, child.stdout.readline().split())
-    time.sleep(1.0)  # the transfer runs
+    time.sleep(1.0)  # the transfer runs: its two ends are processes too
+    family = psutil.Process(child.pid).children(recursive=True)
+    ends = [p.pid for p in family if any(s in " ".join(p.cmdline()) for s in (
+        'print("listening"', "bytes(int(sys.argv[3]))"))]
+    assert len(ends) == 2, [p.cmdline() for p in family]  # the transfer's receiver and sender
+    pids = sorted({*pids, *(p.pid for p in family)})
     child.send_signal(signal.SIGKILL)
     child.wait(timeout=10)
     deadline = time.monotonic() + 10
