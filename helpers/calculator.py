@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+# JupyterLab hands widget messages to a kernel subshell (its setting commsOverSubshells), a thread
+# beside the one running cells, and matplotlib's text layout is not thread-safe: two figures drawn
+# at once fail to parse their tick labels. Every redraw, and a check drawing beside one, holds it.
+DRAWING = threading.Lock()
 
 @dataclass(frozen=True)
 class Control:
@@ -114,9 +119,10 @@ def calculator(draw: Callable[..., Figure], *, interactive: bool = True,
     shown = display(figure, display_id=True)
     if widgets:
         def redraw(_change: Any = None) -> None:
-            fig = draw(**{name: box.value for name, box in widgets.items()})
-            plt.close(fig)
-            shown.update(fig)
+            with DRAWING:
+                fig = draw(**{name: box.value for name, box in widgets.items()})
+                plt.close(fig)
+                shown.update(fig)
 
         for box in widgets.values():
             box.observe(redraw, names="value")

@@ -1,7 +1,10 @@
 """The calculators' scaffold: the default figure is a plain output, controls redraw it."""
 
+import io
+import itertools
 import math
 import sys
+import threading
 
 import matplotlib
 import pytest
@@ -64,6 +67,46 @@ def test_controls_redraw_the_figure_in_place(shown):
     titles = [f.axes[0].get_title() for f in handle.objects]
     assert titles == ["slope 2", "slope 4", "slope 4"]
     assert handle.objects[-1].axes[0].lines[0].get_color() == "C1"
+
+
+DRAWN = itertools.count()
+
+
+def draw_mathtext(a, b, c, d):
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    fig, ax = plt.subplots()  # log axes' ticks are mathtext, $10^{2}$, and a new title each time
+    ax.loglog([1, 10.0 ** (a + b)], [1, 10.0 ** (c + d)])
+    ax.set_title(f"${a + b + c + d}_{{{next(DRAWN)}}}$")
+    fig.tight_layout()
+    fig.savefig(io.BytesIO(), format="png")
+    return fig
+
+
+def test_redraws_on_several_threads_at_once_all_draw(shown):
+    """JupyterLab's subshells redraw on their own threads; without the lock some fail to parse."""
+    pytest.importorskip("ipywidgets")
+    calc.calculator(draw_mathtext, **{name: calc.slider(1, 1, 8) for name in "abcd"})
+    handle, errors = shown[-1], []
+
+    def drag(box) -> None:  # a thread per slider, each step a new value
+        try:
+            for step in range(8):
+                box.value = 2 + step % 7
+        except ValueError as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=drag, args=(box,)) for box in shown[0].children]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # threads take turns often, as on a busy machine
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors and len(handle.objects) == 33, (errors[:1], len(handle.objects))
 
 
 def test_log_and_float_sliders():
