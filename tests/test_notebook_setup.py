@@ -161,9 +161,9 @@ def run_hosted(monkeypatch, tmp_path, returncode=0, has_ref=True, ref="v9.9.9"):
     return commands
 
 
-def test_the_setup_cell_is_ten_lines_and_folded():
+def test_the_setup_cell_is_nine_lines_and_folded():
     lines = [line for line in ns.setup_source(URL).splitlines() if line.strip()]
-    assert len(lines) <= 10 and lines[0].startswith("# @title "), lines
+    assert len(lines) <= 9 and lines[0].startswith("# @title "), lines
     nb = json.loads((ROOT / "notebooks" / "00_environment_check.ipynb").read_text())
     setup = next(c for c in nb["cells"] if c.get("id") == ns.SETUP_ID)
     assert setup["metadata"]["jupyter"]["source_hidden"] is True

@@ -82,8 +82,7 @@ SETUP_TEMPLATE = '''\
 import importlib.util, os, runpy, subprocess
 if importlib.util.find_spec("helpers") is None:  # a hosted runtime: fetch and install, minutes
     repository = os.environ.get("SERIES_REPOSITORY", "{url}")
-    ref = os.environ.get("SERIES_REF", "{ref}")  # the release these notebooks belong to
-    home = os.path.expanduser("~/{name}")
+    ref, home = os.environ.get("SERIES_REF", "{ref}"), os.path.expanduser("~/{name}")  # release, clone
     if not os.path.isdir(home) and subprocess.run(["git", "clone", "--depth=1", f"--branch={{ref}}", repository, home]).returncode:
         print(f"{{repository}} has no {{ref}} (or no network; on Kaggle switch Internet on): taking main")
         subprocess.run(["git", "clone", "--depth=1", repository, home], check=True)
