@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 # JupyterLab hands widget messages to a kernel subshell (its setting commsOverSubshells), a thread
 # beside the one running cells, and matplotlib's text layout is not thread-safe: two figures drawn
 # at once fail to parse their tick labels. Every redraw, and a check drawing beside one, holds it.
-DRAWING = threading.Lock()
+DRAWING = threading.RLock()  # re-entrant: a draw that moves a control redraws inside it
 
 @dataclass(frozen=True)
 class Control:
@@ -103,8 +103,9 @@ def calculator(draw: Callable[..., Figure], *, interactive: bool = True,
     from IPython.display import display  # noqa: PLC0415
 
     check_controls(draw, controls)
-    figure = draw(**{name: c.default for name, c in controls.items()})
-    plt.close(figure)
+    with DRAWING:  # a redraw of another calculator may be running on a subshell's thread
+        figure = draw(**{name: c.default for name, c in controls.items()})
+        plt.close(figure)
     widgets = None
     if interactive:
         try:
