@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 
 # JupyterLab hands widget messages to a kernel subshell (its setting commsOverSubshells), a thread
 # beside the one running cells, and matplotlib's text layout is not thread-safe: two figures drawn
-# at once fail to parse their tick labels. Every redraw, and a check drawing beside one, holds it.
+# at once fail to parse their tick labels. A calculator holds it to draw, and so does a check.
 DRAWING = threading.RLock()  # re-entrant: a draw that moves a control redraws inside it
+
 
 @dataclass(frozen=True)
 class Control:
