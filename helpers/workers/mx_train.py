@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from helpers.frameworks import import_mxnet
-from helpers.measure import benchmark
+from helpers.measure import benchmark_in_turns
 from helpers.training import load_digits, weights_checksum
 from helpers.workers.common import check_flags
 from helpers.workers.mx_worker import connect, dmlc_env_problem, report, say, time_push_pull
@@ -124,12 +124,11 @@ def time_compute_samples(mx: Any, net: Any, loss_fn: Any, x: Any, y: Any, batche
             loss = loss_fn(net(data), label)
         loss.backward()
 
-    samples, wait = {}, (lambda _: mx.nd.waitall())  # the engine is asynchronous
-    for b in batches:
-        data, label = mx.nd.array(x[:b], ctx=ctx), mx.nd.array(y[:b], ctx=ctx)
-        samples[str(b)] = benchmark(lambda: step(data, label), sync=wait, warmup=2,  # noqa: B023
-                                    repeat=10).samples
-    return samples
+    inputs = {str(b): (mx.nd.array(x[:b], ctx=ctx), mx.nd.array(y[:b], ctx=ctx)) for b in batches}
+    works = {b: (lambda d=data, lb=label: step(d, lb)) for b, (data, label) in inputs.items()}
+    # in turns, so that a burst of load slows every size alike; the engine is asynchronous
+    timed = benchmark_in_turns(works, sync=lambda _: mx.nd.waitall(), warmup=2, repeat=10)
+    return {b: r.samples for b, r in timed.items()}
 
 
 def flat_weights(params: list[Any], ctx: Any) -> Any:
