@@ -10,6 +10,7 @@ one notebook are summed.
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 import time
@@ -21,8 +22,26 @@ from bench.stats import NOTEBOOK_LIMIT_S
 from helpers.machine import load_average
 
 
-def per_notebook(junit_xml: str | Path) -> dict[str, dict[str, Any]]:
-    """``{notebook file: {"seconds", "cells", "failed"}}`` from a pytest JUnit report.
+#: What a code cell that builds hosts on shaped links calls (helpers.links).
+SHAPED_MARK = "ShapedNetwork("
+
+
+def shaped_cells(notebook: str | Path) -> set[str]:
+    """nbval's names (``"Cell k"``, k counting code cells only) of the cells of ``notebook``
+    that build hosts on shaped links: their time is what the shaped sections cost the suite.
+    An empty set for a file that is not there or not a notebook."""
+    try:
+        cells = json.loads(Path(notebook).read_text())["cells"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+    code = [c for c in cells if c.get("cell_type") == "code"]
+    return {f"Cell {k}" for k, c in enumerate(code) if SHAPED_MARK in "".join(c.get("source", ""))}
+
+
+def per_notebook(junit_xml: str | Path, root: str | Path = ".") -> dict[str, dict[str, Any]]:
+    """``{notebook file: {"seconds", "cells", "failed", "shaped_seconds"}}`` from a pytest
+    JUnit report; ``shaped_seconds`` sums the cells that build shaped links (the notebook
+    is read under ``root`` to find them).
 
     Needs the ``xunit1`` family (it records each case's file); falls back to the class
     name when a case has no ``file`` attribute.
@@ -31,14 +50,20 @@ def per_notebook(junit_xml: str | Path) -> dict[str, dict[str, Any]]:
     if not path.exists():
         raise FileNotFoundError(f"no JUnit report at {path}: did pytest run with --junitxml?")
     try:
-        root = ET.parse(path).getroot()
+        report = ET.parse(path).getroot()
     except ET.ParseError as exc:
         raise ValueError(f"{path} is not a JUnit XML report: {exc}") from None
     books: dict[str, dict[str, Any]] = {}
-    for case in root.iter("testcase"):
+    shaped: dict[str, set[str]] = {}
+    for case in report.iter("testcase"):
         name = case.get("file") or case.get("classname", "?")
-        entry = books.setdefault(name, {"seconds": 0.0, "cells": 0, "failed": 0})
-        entry["seconds"] += float(case.get("time") or 0.0)
+        entry = books.setdefault(name, {"seconds": 0.0, "cells": 0, "failed": 0,
+                                        "shaped_seconds": 0.0})
+        if name not in shaped:
+            shaped[name] = shaped_cells(Path(root) / name)
+        seconds = float(case.get("time") or 0.0)
+        entry["seconds"] += seconds
+        entry["shaped_seconds"] += seconds if case.get("name") in shaped[name] else 0.0
         entry["cells"] += 1
         if case.find("failure") is not None or case.find("error") is not None:
             entry["failed"] += 1
@@ -79,6 +104,7 @@ def measure(path: str = "notebooks", timeout: float = 1500.0,
         "suite_seconds": seconds, "exit_code": code, "passed": code == 0,
         "notebooks": books, "over_limit": over_limit(books),
         "cells_seconds": sum(b["seconds"] for b in books.values()),
+        "shaped_seconds": sum(b["shaped_seconds"] for b in books.values()),
         "summary": tail.splitlines()[-1] if tail else "",
         "load_average_before": load_before, "load_average_after": load_after,
     }

@@ -180,8 +180,16 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="py
 def test_per_notebook_from_junit(tmp_path):
     path = tmp_path / "j.xml"
     path.write_text(JUNIT)
-    books = suite.per_notebook(path)
-    assert books["notebooks/a.ipynb"] == {"seconds": 50.5, "cells": 2, "failed": 0}
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "a.ipynb").write_text(json.dumps({"cells": [
+        {"cell_type": "markdown", "source": ["ShapedNetwork( in prose is not a cell's code"]},
+        {"cell_type": "code", "source": ["x = 1"]},
+        {"cell_type": "code", "source": ["with ShapedNetwork(2) as net:\n", "    pass"]}]}))
+    assert suite.shaped_cells(tmp_path / "notebooks" / "a.ipynb") == {"Cell 1"}
+    books = suite.per_notebook(path, root=tmp_path)
+    assert books["notebooks/a.ipynb"] == {"seconds": 50.5, "cells": 2, "failed": 0,
+                                          "shaped_seconds": 40.0}
+    assert books["notebooks/b.ipynb"]["shaped_seconds"] == 0.0  # no such notebook: none shaped
     assert books["notebooks/b.ipynb"]["failed"] == 1
     assert "notebooks.c.ipynb" in books  # no file attribute: the class name is used
     assert suite.over_limit(books) == ["notebooks/a.ipynb"]
@@ -255,8 +263,10 @@ def _results():
     details = {
         "matmul": matmul_section,
         "suite": {"command": "pytest notebooks", "suite_seconds": 320.0, "passed": True,
-                  "summary": "99 passed", "notebooks": {
-                      "notebooks/00_a.ipynb": {"seconds": 50.0, "cells": 9, "failed": 0},
+                  "summary": "99 passed", "cells_seconds": 70.0, "shaped_seconds": 30.0,
+                  "notebooks": {
+                      "notebooks/00_a.ipynb": {"seconds": 50.0, "cells": 9, "failed": 0,
+                                               "shaped_seconds": 30.0},
                       "notebooks/01_b.ipynb": {"seconds": 20.0, "cells": 5, "failed": 0}}},
         "cluster": {"workers": 2, "worker_program": "helpers.workers.tf_server",
                     "runs": [{"ready_s": 5.0, "teardown_s": 0.2}],
@@ -303,6 +313,8 @@ def test_report_renders_figures_and_explains_misses():
     assert "- `matmul_mx_best_vs_blas`:" in text and "| `matmul_mx_best_vs_blas` | 0.75 |" in text
     # the suite miss names the slowest notebook; per-notebook rows flag the one over 45 s
     assert "notebooks/00_a.ipynb 50 s" in text and "**over**" in text
+    assert "shaped links took 30 s of the notebooks' 70 s" in text and "about 290 s" in text
+    assert "| notebooks/00_a.ipynb | 50 | 30 | 9 | 0 | **over** |" in text
     assert "worker 0 was listening" in text
     assert "copies: `RuntimeError: no copy`" in text and "oneDNN off: `RuntimeError: boom`" in text
 
