@@ -202,7 +202,7 @@ def explain_miss(key: str, results: dict[str, Any]) -> str:
                    f"notebooks' {s.get('cells_seconds', 0):.0f} s; without them the suite would "
                    f"still take about {s['suite_seconds'] - shaped:.0f} s. " if shaped else "")
                 + "Every notebook starts a kernel and "
-                f"imports TensorFlow and MXNet" + (f" (a process that imports TensorFlow and "
+                "imports TensorFlow and MXNet" + (f" (a process that imports TensorFlow and "
                 f"starts a server took {single:.1f} s in this run)" if single else "")
                 + f". Load average (1, 5, 15 min) before the suite: {before}, after it: "
                 f"{after}; the suite itself keeps one to two processes busy, more means "

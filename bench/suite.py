@@ -21,7 +21,6 @@ from typing import Any
 from bench.stats import NOTEBOOK_LIMIT_S
 from helpers.machine import load_average
 
-
 #: What a code cell that builds hosts on shaped links calls (helpers.links).
 SHAPED_MARK = "ShapedNetwork("
 

@@ -122,7 +122,8 @@ def _plain(value: Any) -> Any:
 
 
 def save_results(name: str, data: dict[str, Any], directory: Path | str | None = None) -> Path:
-    """Write ``data`` with machine information to ``<results>/<name>.json``; return the path."""
+    """Write ``data`` with machine information to ``<results>/<name>.json``, say so in one line
+    (the file's name, never this machine's path), and return the path."""
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", str(name)):  # a file name, not a path
         raise ValueError(f"a results name uses letters, digits, '.', '_' and '-', not {name!r}")
     folder = Path(directory) if directory is not None else results_dir()
@@ -131,6 +132,7 @@ def save_results(name: str, data: dict[str, Any], directory: Path | str | None =
     record = {"name": name, "saved_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
               "machine": describe_machine(), "results": _plain(data)}
     path.write_text(json.dumps(record, indent=2, sort_keys=True))
+    print("saved", path.name)
     return path
 
 
