@@ -196,9 +196,10 @@ def explain_miss(key: str, results: dict[str, Any]) -> str:
         before = s.get("load_average_before", run.get("load_average_start"))
         after = s.get("load_average_after", run.get("load_average_end"))
         failed = [name for name, b in books.items() if b.get("failed")]
-        shaped = s.get("shaped_seconds")
+        shaped, skipped = s.get("shaped_seconds"), s.get("shaping_problem")
         return (f"The slowest notebooks were {slow_text}. "
-                + (f"The cells that build hosts on shaped links took {shaped:.0f} s of the "
+                + (f"The sections on shaped links were skipped here ({skipped}). " if skipped
+                   else f"The cells that build hosts on shaped links took {shaped:.0f} s of the "
                    f"notebooks' {s.get('cells_seconds', 0):.0f} s; without them the suite would "
                    f"still take about {s['suite_seconds'] - shaped:.0f} s. " if shaped else "")
                 + "Every notebook starts a kernel and "

@@ -25,12 +25,13 @@ RATE = re.compile(r"^(\d+(?:\.\d+)?)(kbit|mbit|gbit)$")
 _SCALE = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
 
 # Run inside a host: `python -c _RECEIVE ADDRESS PORT` prints "listening", then the seconds
-# from the first byte to the last and the bytes; `_SEND ADDRESS PORT BYTES` sends them.
+# from the first chunk's arrival to the last byte and the bytes after that first chunk (which
+# may have waited in a buffer: counting it would overstate the rate); `_SEND` sends them.
 _RECEIVE = """import socket, sys, time
 s = socket.socket(); s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(1)
 print("listening", flush=True)
 c, n = s.accept()[0], 0
-data = c.recv(1 << 20); t = time.perf_counter()
+c.recv(1 << 20); t = time.perf_counter(); data = c.recv(1 << 20)
 while data:
     n += len(data); data = c.recv(1 << 20)
 print(time.perf_counter() - t, n)"""
@@ -134,7 +135,7 @@ class ShapedNetwork(ProcessGroup):
         """Bits per second from host ``src`` to ``dst``, as a program there sees them: a
         transfer of about ``seconds`` at the set rate, timed by the receiver. Both ends are
         processes of this group: they end with it, or with this process."""
-        nbytes = max(1 << 20, int(self.bits_per_second / 8 * seconds))
+        nbytes = max(1 << 16, int(self.bits_per_second / 8 * seconds))
         ends = {"receiver": [*self.enter(dst), sys.executable, "-c", _RECEIVE, self.address(dst)],
                 "sender": [*self.enter(src), sys.executable, "-c", _SEND, self.address(dst)]}
         try:

@@ -131,7 +131,7 @@ def save_results(name: str, data: dict[str, Any], directory: Path | str | None =
     path = folder / f"{name}.json"
     record = {"name": name, "saved_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
               "machine": describe_machine(), "results": _plain(data)}
-    path.write_text(json.dumps(record, indent=2, sort_keys=True))
+    path.write_text(json.dumps(record, indent=2))  # unsorted: a headline keeps its order
     print("saved", path.name)
     return path
 

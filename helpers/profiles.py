@@ -222,9 +222,10 @@ def _check_override(field: str, value: Any) -> None:
                 require_int(f"each of {name}", item, 1, MAX_LOCAL_TASKS, LOCAL_TASKS_HINT)
             else:
                 require_int(f"each of {name}", item, 1)
-        if field == "scaling_workers" and (value[0] != 1 or list(value) != sorted(set(value))):
-            raise ValueError(f"{name} must rise from 1 (speed-ups divide by one worker's step), "
-                             f"as (1, 2, 4), not {value!r}")
+        rising = list(value) == sorted(set(value)) and list(value[:2]) == [1, 2]
+        if field == "scaling_workers" and not rising:
+            raise ValueError(f"{name} must rise from 1, 2 (10 divides by one worker's step and "
+                             f"sets two workers beside one), as (1, 2, 4), not {value!r}")
 
 
 def get_profile(name: str | None = None, **overrides: Any) -> Profile:

@@ -186,10 +186,13 @@ def test_per_notebook_from_junit(tmp_path):
         {"cell_type": "code", "source": ["x = 1"]},
         {"cell_type": "code", "source": ["with ShapedNetwork(2) as net:\n", "    pass"]}]}))
     assert suite.shaped_cells(tmp_path / "notebooks" / "a.ipynb") == {"Cell 1"}
+    (tmp_path / "notebooks" / "b.ipynb").write_text(json.dumps({"cells": []}))
     books = suite.per_notebook(path, root=tmp_path)
     assert books["notebooks/a.ipynb"] == {"seconds": 50.5, "cells": 2, "failed": 0,
                                           "shaped_seconds": 40.0}
-    assert books["notebooks/b.ipynb"]["shaped_seconds"] == 0.0  # no such notebook: none shaped
+    assert books["notebooks/b.ipynb"]["shaped_seconds"] == 0.0
+    with pytest.raises(FileNotFoundError, match="from the repository root"):
+        suite.per_notebook(path, root=tmp_path / "elsewhere")  # a wrong root is no silent zero
     assert books["notebooks/b.ipynb"]["failed"] == 1
     assert "notebooks.c.ipynb" in books  # no file attribute: the class name is used
     assert suite.over_limit(books) == ["notebooks/a.ipynb"]
@@ -315,6 +318,9 @@ def test_report_renders_figures_and_explains_misses():
     assert "notebooks/00_a.ipynb 50 s" in text and "**over**" in text
     assert "shaped links took 30 s of the notebooks' 70 s" in text and "about 290 s" in text
     assert "| notebooks/00_a.ipynb | 50 | 30 | 9 | 0 | **over** |" in text
+    r["details"]["suite"]["shaping_problem"] = "no tc command"  # skipped: no cost claimed
+    text = report.render(json.loads(json.dumps(r)))
+    assert "shaped links were skipped here (no tc command)" in text and "about 290" not in text
     assert "worker 0 was listening" in text
     assert "copies: `RuntimeError: no copy`" in text and "oneDNN off: `RuntimeError: boom`" in text
 

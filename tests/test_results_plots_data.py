@@ -14,11 +14,14 @@ from helpers.output import Table, line_speedup, save_figure, save_results  # noq
 from helpers.training import load_digits, read_uci_digits  # noqa: E402
 
 
-def test_results_round_trip_with_machine_info_and_plain_values(tmp_path):
+def test_results_round_trip_with_machine_info_and_plain_values(tmp_path, capsys):
     timing = TimingResult("dot", [0.1, 0.2], flops=1e9)
     path = save_results("04_test", {"timing": timing, "n": np.int64(3), "arr": np.ones(2),
-                                    "table": Table(["a"], [[1]])}, tmp_path)
+                                    "table": Table(["a"], [[1]]),
+                                    "headline": {"z first": 1, "a second": 2}}, tmp_path)
+    assert capsys.readouterr().out == "saved 04_test.json\n"  # its name, not this machine's path
     data = json.loads(path.read_text())
+    assert list(data["results"]["headline"]) == ["z first", "a second"]  # as the notebook wrote
     assert data["results"]["n"] == 3 and data["results"]["arr"] == [1.0, 1.0]
     assert data["results"]["timing"]["median"] == pytest.approx(0.15)
     assert data["results"]["table"] == [{"a": 1}]

@@ -8,8 +8,8 @@ for each list of records, its figures) under a summary of the machine, the profi
 long each notebook took and the headline measurements. Two reports, say from a laptop and
 from a cloud GPU instance, can then be read side by side.
 
-Headlines: each notebook saves a ``"headline"`` dict with the one to four numbers that
-summarise it (``{"matpow speed-up, 2 devices": 1.8}``); its entries go to the summary as
+Headlines: each notebook saves a ``"headline"`` dict with the few numbers that summarise
+it (``{"matpow speed-up, 2 devices": 1.8}``); its entries go to the summary as
 they are. The notebook names what matters and in which unit, so nothing is guessed from
 key names; a results file without a headline is listed as such.
 
