@@ -74,11 +74,11 @@ class ShapedNetwork(ProcessGroup):
             raise ValueError(f"hosts={hosts!r}: a shaped network joins 2 to 64 hosts")
         self.hosts, self.rate, self.subnet = hosts, rate, subnet
         self.bits_per_second = bits_per_second(rate)
-        # tbf's bucket, whose bytes pass at once after a pause: two frames up to 100 Mbit/s
-        # (one must fit: tbf drops a larger packet, but cuts a GSO one into frames), as a larger
-        # bucket lets short messages through at loopback speed; faster, 1 ms of traffic, or
-        # the kernel's timers cap the rate
-        self.burst = 2 * 1514 if self.bits_per_second <= 1e8 else int(self.bits_per_second / 8000)
+        # tbf's bucket, whose bytes pass at once after a pause: 1 ms of traffic, two frames at
+        # least (one must fit: tbf drops a larger packet, but cuts a GSO one into frames). A
+        # larger bucket lets short messages through at loopback speed; a smaller one loses
+        # tokens whenever the kernel's timers fire late, as on a busy or shared machine
+        self.burst = max(2 * 1514, int(self.bits_per_second / 8000))
         super().__init__("shaped-network")
 
     def __enter__(self) -> ShapedNetwork:

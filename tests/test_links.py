@@ -57,9 +57,10 @@ def test_bad_networks_are_refused_before_anything_starts(kwargs, message):
 @NEEDS_SHAPING
 def test_a_shaped_link_carries_its_rate_within_15_percent():
     with ShapedNetwork(2, "100mbit") as net:
-        seen = [net.measure(0.3) for _ in range(3)]
+        seen = [net.measure(0.3) for _ in range(5)]
     # TCP's and IP's headers take about 4 % of what a link carries, so a program sees less;
-    # a busy machine can only slow a transfer, so the fastest one is compared with the setting
+    # a busy machine can only slow a transfer (late timers stall the filter, a shared host
+    # more so), so the fastest of five is compared with the setting
     assert 0.85e8 <= max(seen) and max(seen) <= 1.0e8, f"set 100 Mbit/s, measured {seen}"
     assert not [p for p in leftover_processes() if "fcntl.ioctl" in p]
 
