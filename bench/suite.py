@@ -39,10 +39,11 @@ def shaped_cells(notebook: str | Path) -> set[str]:
     return {f"Cell {k}" for k, c in enumerate(code) if SHAPED_MARK in "".join(c.get("source", ""))}
 
 
-def per_notebook(junit_xml: str | Path, root: str | Path = ".") -> dict[str, dict[str, Any]]:
-    """``{notebook file: {"seconds", "cells", "failed", "shaped_seconds"}}`` from a pytest
-    JUnit report; ``shaped_seconds`` sums the cells that build shaped links (the notebook
-    is read under ``root`` to find them).
+def per_notebook(junit_xml: str | Path,
+                 root: str | Path | None = None) -> dict[str, dict[str, Any]]:
+    """``{notebook file: {"seconds", "cells", "failed"}}`` from a pytest JUnit report; with a
+    ``root``, also ``"shaped_seconds"``: the cells that build shaped links, found by reading
+    each notebook under ``root`` (where the report's paths start).
 
     Needs the ``xunit1`` family (it records each case's file); falls back to the class
     name when a case has no ``file`` attribute.
@@ -58,13 +59,14 @@ def per_notebook(junit_xml: str | Path, root: str | Path = ".") -> dict[str, dic
     shaped: dict[str, set[str]] = {}
     for case in report.iter("testcase"):
         name = case.get("file") or case.get("classname", "?")
-        entry = books.setdefault(name, {"seconds": 0.0, "cells": 0, "failed": 0,
-                                        "shaped_seconds": 0.0})
-        if name not in shaped:  # a case without its file names no notebook to read
+        entry = books.setdefault(name, {"seconds": 0.0, "cells": 0, "failed": 0}
+                                 | ({} if root is None else {"shaped_seconds": 0.0}))
+        if root is not None and name not in shaped:  # a case without a file names no notebook
             shaped[name] = shaped_cells(Path(root) / name) if case.get("file") else set()
         seconds = float(case.get("time") or 0.0)
         entry["seconds"] += seconds
-        entry["shaped_seconds"] += seconds if case.get("name") in shaped[name] else 0.0
+        if root is not None:
+            entry["shaped_seconds"] += seconds if case.get("name") in shaped[name] else 0.0
         entry["cells"] += 1
         if case.find("failure") is not None or case.find("error") is not None:
             entry["failed"] += 1
@@ -100,13 +102,13 @@ def measure(path: str = "notebooks", timeout: float = 1500.0,
             code = proc.returncode
             tail = proc.log_tail(5)
         load_after = load_average()
-        books = per_notebook(junit) if junit.exists() else {}
+        books = per_notebook(junit, root=".") if junit.exists() else {}
     return {
         "command": f"SERIES_PROFILE={profile} python -m pytest {path}",
         "suite_seconds": seconds, "exit_code": code, "passed": code == 0,
         "notebooks": books, "over_limit": over_limit(books),
         "cells_seconds": sum(b["seconds"] for b in books.values()),
-        "shaped_seconds": sum(b["shaped_seconds"] for b in books.values()),
+        "shaped_seconds": sum(b.get("shaped_seconds", 0.0) for b in books.values()),
         "shaping_problem": shaping_problem(),  # "" where the notebooks could build the links
         "summary": tail.splitlines()[-1] if tail else "",
         "load_average_before": load_before, "load_average_after": load_after,

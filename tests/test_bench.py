@@ -187,6 +187,8 @@ def test_per_notebook_from_junit(tmp_path):
         {"cell_type": "code", "source": ["with ShapedNetwork(2) as net:\n", "    pass"]}]}))
     assert suite.shaped_cells(tmp_path / "notebooks" / "a.ipynb") == {"Cell 1"}
     (tmp_path / "notebooks" / "b.ipynb").write_text(json.dumps({"cells": []}))
+    assert suite.per_notebook(path)["notebooks/a.ipynb"] == {  # no root: no notebook is read
+        "seconds": 50.5, "cells": 2, "failed": 0}
     books = suite.per_notebook(path, root=tmp_path)
     assert books["notebooks/a.ipynb"] == {"seconds": 50.5, "cells": 2, "failed": 0,
                                           "shaped_seconds": 40.0}
