@@ -222,8 +222,8 @@ def _check_override(field: str, value: Any) -> None:
                 require_int(f"each of {name}", item, 1, MAX_LOCAL_TASKS, LOCAL_TASKS_HINT)
             else:
                 require_int(f"each of {name}", item, 1)
-        rising = list(value) == sorted(set(value)) and list(value[:2]) == [1, 2]
-        if field == "scaling_workers" and not rising:
+        if field == "scaling_workers" and (list(value[:2]) != [1, 2]
+                                           or list(value) != sorted(set(value))):
             raise ValueError(f"{name} must rise from 1, 2 (10 divides by one worker's step and "
                              f"sets two workers beside one), as (1, 2, 4), not {value!r}")
 
